@@ -1,0 +1,347 @@
+/* saferun: the command line front-end over libsaferun. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "saferun.h"
+
+/* Exit codes of saferun itself, distinct from the ones the code passes
+ * through (documented in docs/cli.md). */
+enum {
+	EXIT_USAGE = 2,     /* bad input: nothing ran */
+	EXIT_INTERNAL = 3,  /* the sandbox failed, not the code */
+	EXIT_TIMEOUT = 124, /* as timeout(1) */
+	EXIT_OUTPUT = 125,
+};
+
+#define MAX_FILE_BYTES (256u << 20)
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("saferun: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
+static const char usage[] =
+	"usage: saferun run [options] (SCRIPT | -c CODE | -)\n"
+	"       saferun policy check FILE\n"
+	"       saferun info\n"
+	"       saferun rootfs build PROFILE... | list\n"
+	"\n"
+	"run options:\n"
+	"  --policy P        policy file (or a name in the policies dir)\n"
+	"  --preset NAME     tiny, small, medium or large limits\n"
+	"  --profile NAME    rootfs profile: host, minimal, datascience, ...\n"
+	"  --timeout S       wall-clock limit (20, 1.5, 500ms)\n"
+	"  --memory SIZE     memory limit (512M, 1G)\n"
+	"  --cpus N          CPU share (0.5 = half a core)\n"
+	"  --pids N          process/thread limit\n"
+	"  --env K=V         set an environment variable (repeatable)\n"
+	"  --file NAME=PATH  copy PATH into the working dir as NAME (repeatable)\n"
+	"  --stdin PATH      file the code reads as its stdin\n"
+	"  --rootfs-dir DIR  where profiles live (default " SR_DEFAULT_ROOTFS_DIR ")\n"
+	"  --json            print the full result as JSON\n";
+
+/* Read a whole file, or stdin for "-", refusing more than cap bytes. */
+static int slurp(const char *path, size_t cap, char **data, size_t *size, const char *what)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f)
+		return usage_error("cannot read %s %s: %s", what, path, strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return usage_error("%s %s is a directory", what, path);
+	}
+	size_t len = 0, alloc = 65536;
+	char *buf = malloc(alloc);
+	for (size_t n; buf && (n = fread(buf + len, 1, alloc - len, f)) > 0;) {
+		len += n;
+		if (len > cap)
+			break;
+		if (len == alloc && !(buf = realloc(buf, alloc *= 2)))
+			break;
+	}
+	int failed = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (!buf || failed || len > cap) {
+		free(buf);
+		return !buf ? usage_error("out of memory reading %s", path)
+		       : failed ? usage_error("cannot read %s %s", what, path)
+				: usage_error("%s %s is over the %zu byte cap", what, path, cap);
+	}
+	*data = buf;
+	*size = len;
+	return 0;
+}
+
+/* A --policy argument: a path, or a name looked up in the policies dir. */
+static int load_policy(const char *arg, sr_policy **p)
+{
+	sr_error err = { 0 };
+	char path[4096];
+	snprintf(path, sizeof path, "%s", arg);
+	if (!strchr(arg, '/') && access(arg, F_OK) < 0) {
+		const char *dir = getenv("SAFERUN_POLICY_DIR");
+		snprintf(path, sizeof path, "%s/%s.json", dir ? dir : SAFERUN_POLICY_DIR, arg);
+	}
+	if (sr_policy_load_file(path, p, &err))
+		return usage_error("%s", err.msg);
+	return 0;
+}
+
+struct run_opts {
+	const char *policy, *preset, *profile, *timeout, *memory, *cpus, *pids;
+	const char *stdin_path, *rootfs_dir, *code_arg;
+	char **env, **files;
+	int n_env, n_files;
+	bool json;
+};
+
+static int apply_overrides(const struct run_opts *o, sr_policy *p)
+{
+	sr_error err = { 0 };
+	uint64_t v;
+	if (o->preset && sr_policy_apply_preset(p, o->preset, &err))
+		return usage_error("--preset: %s", err.msg);
+	if (o->profile) {
+		free(p->profile);
+		p->profile = strdup(o->profile);
+	}
+	if (o->timeout && (sr_parse_duration(o->timeout, &v) || v < 10 || v > 86400000u))
+		return usage_error("--timeout: \"%s\" is not a duration between 10ms and 24h (use 20, 1.5, 500ms)", o->timeout);
+	if (o->timeout)
+		p->limits.wall_ms = v;
+	if (o->memory && (sr_parse_size(o->memory, &v) || v < (16u << 20)))
+		return usage_error("--memory: \"%s\" is not a size of at least 16M (use 512M, 1G)", o->memory);
+	if (o->memory)
+		p->limits.memory_bytes = v;
+	char *end;
+	if (o->cpus) {
+		double c = strtod(o->cpus, &end);
+		if (*end || end == o->cpus || !(c >= 0.01 && c <= 1024))
+			return usage_error("--cpus: \"%s\" is not a CPU share between 0.01 and 1024", o->cpus);
+		p->limits.cpu_millis = (uint32_t)(c * 1000 + 0.5);
+	}
+	if (o->pids) {
+		long n = strtol(o->pids, &end, 10);
+		if (*end || end == o->pids || n < 1 || n > 1000000)
+			return usage_error("--pids: \"%s\" is not a number between 1 and 1000000", o->pids);
+		p->limits.pids = (uint32_t)n;
+	}
+	for (int i = 0; i < o->n_env; i++)
+		if (sr_policy_set_env(p, o->env[i], &err))
+			return usage_error("--env: %s", err.msg);
+	return 0;
+}
+
+static int load_files(const struct run_opts *o, sr_file *files)
+{
+	for (int i = 0; i < o->n_files; i++) {
+		char *eq = strchr(o->files[i], '=');
+		if (!eq || eq == o->files[i] || !eq[1])
+			return usage_error("--file: \"%s\" is not NAME=PATH", o->files[i]);
+		files[i].name = strndup(o->files[i], (size_t)(eq - o->files[i]));
+		char *data;
+		size_t size;
+		if (!files[i].name || slurp(eq + 1, MAX_FILE_BYTES, &data, &size, "--file"))
+			return EXIT_USAGE;
+		files[i].data = data;
+		files[i].size = size;
+	}
+	return 0;
+}
+
+static int exit_code_for(const sr_result *res)
+{
+	switch (res->status) {
+	case SR_STATUS_OK:
+	case SR_STATUS_ERROR:
+		return res->exit_code;
+	case SR_STATUS_TIMEOUT:
+		return EXIT_TIMEOUT;
+	case SR_STATUS_OUTPUT_LIMIT:
+		return EXIT_OUTPUT;
+	case SR_STATUS_INTERNAL_ERROR:
+	case SR_STATUS_REJECTED:
+		return EXIT_INTERNAL;
+	default:
+		return res->exit_code >= 0 ? res->exit_code : 128 + (res->signal ? res->signal : 9);
+	}
+}
+
+static int print_result(const sr_result *res, bool json)
+{
+	if (json) {
+		char *s = sr_result_to_json(res);
+		puts(s ? s : "{}");
+		free(s);
+	} else {
+		fwrite(res->out.data ? res->out.data : "", 1, res->out.len, stdout);
+		fflush(stdout);
+		fwrite(res->err.data ? res->err.data : "", 1, res->err.len, stderr);
+		if (res->status != SR_STATUS_OK && res->status != SR_STATUS_ERROR)
+			fprintf(stderr, "saferun: %s\n", res->message);
+	}
+	return exit_code_for(res);
+}
+
+static int run_code(const struct run_opts *o, const char *code, size_t code_size)
+{
+	sr_policy *p = NULL;
+	sr_error err = { 0 };
+	sr_result res = { 0 };
+	sr_file *files = calloc((size_t)o->n_files + 1, sizeof *files);
+	char *in = NULL;
+	size_t in_size = 0;
+	int rc = o->policy ? load_policy(o->policy, &p)
+			   : (sr_policy_default(&p, &err) ? usage_error("%s", err.msg) : 0);
+	if (!rc)
+		rc = apply_overrides(o, p);
+	if (!rc)
+		rc = load_files(o, files);
+	if (!rc && o->stdin_path)
+		rc = slurp(o->stdin_path, MAX_FILE_BYTES, &in, &in_size, "--stdin");
+	if (!rc) {
+		sr_run_request req = { .policy = p, .code = code, .code_size = code_size,
+				       .files = files, .n_files = (size_t)o->n_files,
+				       .stdin_data = in, .stdin_size = in_size, .rootfs_dir = o->rootfs_dir };
+		rc = sr_run(&req, &res, &err) ? usage_error("%s", err.msg) : print_result(&res, o->json);
+	}
+	sr_result_free(&res);
+	for (int i = 0; i < o->n_files; i++) {
+		free(files[i].name);
+		free(files[i].data);
+	}
+	free(files);
+	free(in);
+	sr_policy_free(p);
+	return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	enum { O_POLICY = 256, O_PRESET, O_PROFILE, O_TIMEOUT, O_MEMORY, O_CPUS, O_PIDS, O_ENV,
+	       O_FILE, O_STDIN, O_JSON, O_ROOTFS };
+	static const struct option longopts[] = {
+		{ "policy", 1, 0, O_POLICY }, { "preset", 1, 0, O_PRESET }, { "profile", 1, 0, O_PROFILE },
+		{ "timeout", 1, 0, O_TIMEOUT }, { "memory", 1, 0, O_MEMORY }, { "cpus", 1, 0, O_CPUS },
+		{ "pids", 1, 0, O_PIDS }, { "env", 1, 0, O_ENV }, { "file", 1, 0, O_FILE },
+		{ "stdin", 1, 0, O_STDIN }, { "json", 0, 0, O_JSON }, { "rootfs-dir", 1, 0, O_ROOTFS },
+		{ 0, 0, 0, 0 },
+	};
+	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
+			      .files = calloc((size_t)argc, sizeof(char *)) };
+	int c, rc = 0;
+	opterr = 0;
+	/* "+": options stop at the script, like python3 itself. */
+	while (rc == 0 && (c = getopt_long(argc, argv, "+c:", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_POLICY: o.policy = optarg; break;
+		case O_PRESET: o.preset = optarg; break;
+		case O_PROFILE: o.profile = optarg; break;
+		case O_TIMEOUT: o.timeout = optarg; break;
+		case O_MEMORY: o.memory = optarg; break;
+		case O_CPUS: o.cpus = optarg; break;
+		case O_PIDS: o.pids = optarg; break;
+		case O_ENV: o.env[o.n_env++] = optarg; break;
+		case O_FILE: o.files[o.n_files++] = optarg; break;
+		case O_STDIN: o.stdin_path = optarg; break;
+		case O_JSON: o.json = true; break;
+		case O_ROOTFS: o.rootfs_dir = optarg; break;
+		case 'c': o.code_arg = optarg; break;
+		default:
+			rc = usage_error("run: unknown or incomplete option \"%s\" (see saferun --help)",
+					 argv[optind - 1]);
+		}
+	}
+	const char *script = optind < argc ? argv[optind] : NULL;
+	if (!rc && !o.code_arg && !script)
+		rc = usage_error("run: give a SCRIPT, -c CODE or - (stdin)");
+	if (!rc && o.code_arg && script)
+		rc = usage_error("run: give either -c CODE or a SCRIPT, not both");
+	if (!rc && optind + 1 < argc)
+		rc = usage_error("run: unexpected argument \"%s\" after the script", argv[optind + 1]);
+	char *code = NULL;
+	size_t size = 0;
+	if (!rc && o.code_arg)
+		rc = run_code(&o, o.code_arg, strlen(o.code_arg));
+	else if (!rc && !(rc = slurp(script, SR_MAX_CODE_BYTES, &code, &size, "script")))
+		rc = run_code(&o, code, size);
+	free(code);
+	free(o.env);
+	free(o.files);
+	return rc;
+}
+
+static int cmd_policy(int argc, char **argv)
+{
+	if (argc != 3 || strcmp(argv[1], "check") != 0)
+		return usage_error("usage: saferun policy check FILE");
+	sr_policy *p = NULL;
+	sr_error err = { 0 };
+	if (sr_policy_load_file(argv[2], &p, &err))
+		return usage_error("%s", err.msg);
+	char *s = sr_policy_to_json(p);
+	printf("ok: %s\n%s\n", argv[2], s ? s : "");
+	free(s);
+	sr_policy_free(p);
+	return 0;
+}
+
+static int cmd_rootfs(int argc, char **argv)
+{
+	if (argc < 2 || (strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
+		return usage_error("usage: saferun rootfs build PROFILE... | list");
+	const char *script = getenv("SAFERUN_BUILD_ROOTFS");
+	script = script ? script : SAFERUN_BUILD_ROOTFS;
+	char **args = calloc((size_t)argc + 2, sizeof *args);
+	if (!args)
+		return EXIT_INTERNAL;
+	int n = 0;
+	args[n++] = (char *)script;
+	if (strcmp(argv[1], "list") == 0)
+		args[n++] = "--list";
+	for (int i = 2; i < argc; i++)
+		args[n++] = argv[i];
+	execv(script, args);
+	free(args);
+	return usage_error("cannot run %s: %s", script, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		puts("saferun " SR_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "policy") == 0)
+		return cmd_policy(argc - 1, argv + 1);
+	if (strcmp(argv[1], "rootfs") == 0)
+		return cmd_rootfs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "info") == 0) {
+		char *s = sr_info_json(argc > 2 ? argv[2] : NULL);
+		puts(s ? s : "{}");
+		free(s);
+		return 0;
+	}
+	return usage_error("unknown command \"%s\" (run, policy, info, rootfs; see saferun --help)", argv[1]);
+}

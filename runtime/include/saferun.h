@@ -1,0 +1,202 @@
+/* libsaferun: run untrusted Python in a fresh, isolated, limited sandbox.
+ *
+ * Every function returns 0 (or a non-negative value) on success and a
+ * negative value on failure, filling the caller's sr_error. Nothing in the
+ * library prints, exits or touches global state the caller did not hand it.
+ */
+#ifndef SAFERUN_H
+#define SAFERUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_VERSION "0.1.0"
+
+/* ---- errors ---------------------------------------------------------- */
+
+#define SR_ERROR_MSG_MAX 512
+
+typedef struct sr_error {
+	int errnum;                 /* errno of the failing call, 0 if none */
+	char msg[SR_ERROR_MSG_MAX]; /* what failed and what to do */
+} sr_error;
+
+/* ---- policy ---------------------------------------------------------- */
+
+typedef struct sr_limits {
+	uint64_t wall_ms;       /* wall-clock limit */
+	uint32_t cpu_millis;    /* CPU share: 1000 = one core */
+	uint64_t memory_bytes;  /* RAM the sandbox may charge */
+	uint64_t swap_bytes;    /* swap allowed beyond memory_bytes */
+	uint32_t pids;          /* tasks (processes + threads) */
+	uint64_t tmpfs_bytes;   /* all writable dirs together */
+	uint64_t output_bytes;  /* per stream (stdout, stderr) */
+	uint32_t open_files;    /* RLIMIT_NOFILE */
+} sr_limits;
+
+typedef enum sr_net_mode {
+	SR_NET_NONE = 0, /* only lo, up */
+} sr_net_mode;
+
+typedef enum sr_seccomp_action_kind {
+	SR_SCMP_ALLOW = 0,
+	SR_SCMP_ERRNO,
+	SR_SCMP_KILL_PROCESS,
+	SR_SCMP_KILL_THREAD,
+	SR_SCMP_TRAP,
+	SR_SCMP_LOG,
+} sr_seccomp_action_kind;
+
+typedef struct sr_seccomp_action {
+	sr_seccomp_action_kind kind;
+	uint32_t errno_ret; /* for SR_SCMP_ERRNO */
+} sr_seccomp_action;
+
+typedef enum sr_seccomp_op {
+	SR_CMP_NE = 0,
+	SR_CMP_LT,
+	SR_CMP_LE,
+	SR_CMP_EQ,
+	SR_CMP_GE,
+	SR_CMP_GT,
+	SR_CMP_MASKED_EQ, /* (arg & value) == value_two */
+} sr_seccomp_op;
+
+typedef struct sr_seccomp_arg {
+	uint32_t index; /* 0..5 */
+	uint64_t value;
+	uint64_t value_two;
+	sr_seccomp_op op;
+} sr_seccomp_arg;
+
+#define SR_SECCOMP_MAX_ARGS 6
+
+typedef struct sr_seccomp_rule {
+	char **names; /* syscall names, resolved by libseccomp */
+	size_t n_names;
+	sr_seccomp_action action;
+	sr_seccomp_arg args[SR_SECCOMP_MAX_ARGS];
+	size_t n_args;
+} sr_seccomp_rule;
+
+typedef struct sr_seccomp_policy {
+	sr_seccomp_action default_action;
+	sr_seccomp_rule *rules;
+	size_t n_rules;
+} sr_seccomp_policy;
+
+typedef struct sr_policy {
+	char *name;    /* where it came from, for logs and errors */
+	char *preset;  /* preset the limits started from, or NULL */
+	sr_limits limits;
+	char *profile; /* rootfs profile: "host", "minimal", "datascience", ... */
+	char *workdir; /* working dir inside the sandbox, e.g. "/work" */
+	char **writable; /* absolute dirs backed by the size-capped tmpfs */
+	size_t n_writable;
+	sr_net_mode net_mode;
+	char **env; /* "KEY=VALUE", the complete environment */
+	size_t n_env;
+	sr_seccomp_policy seccomp;
+} sr_policy;
+
+/* The built-in default policy (policies/default.json, compiled in). */
+int sr_policy_default(sr_policy **out, sr_error *err);
+/* Parse a policy document over the defaults; keys it omits keep their
+ * default. origin names the document in error messages. */
+int sr_policy_load_json(const char *text, size_t len, const char *origin,
+			sr_policy **out, sr_error *err);
+int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err);
+/* Replace the limits with a named preset: tiny, small, medium, large. */
+int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err);
+/* Set one environment variable ("KEY=VALUE"), replacing an existing KEY. */
+int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err);
+/* Parse "512M", "1G", "1.5GiB", "65536" into bytes. */
+int sr_parse_size(const char *s, uint64_t *out);
+/* Parse "20", "20s", "500ms", "2m" into milliseconds. */
+int sr_parse_duration(const char *s, uint64_t *out_ms);
+/* JSON text of the policy (caller frees). */
+char *sr_policy_to_json(const sr_policy *p);
+void sr_policy_free(sr_policy *p);
+
+/* ---- a run ----------------------------------------------------------- */
+
+typedef struct sr_file {
+	char *name; /* relative path inside the working dir */
+	void *data;
+	size_t size;
+} sr_file;
+
+typedef struct sr_run_request {
+	const sr_policy *policy;
+	const char *code;  /* the Python source, UTF-8 */
+	size_t code_size;
+	const sr_file *files; /* extra files for the working dir */
+	size_t n_files;
+	const void *stdin_data; /* NULL: stdin reads /dev/null */
+	size_t stdin_size;
+	const char *rootfs_dir; /* NULL: SR_DEFAULT_ROOTFS_DIR */
+} sr_run_request;
+
+#define SR_DEFAULT_ROOTFS_DIR "/var/lib/saferun/rootfs"
+#define SR_MAX_CODE_BYTES (4u << 20)
+
+typedef enum sr_status {
+	SR_STATUS_OK = 0,
+	SR_STATUS_ERROR,        /* non-zero exit, traceback */
+	SR_STATUS_TIMEOUT,      /* wall-clock limit */
+	SR_STATUS_OOM,          /* memory limit */
+	SR_STATUS_PIDS,         /* pids limit hit and the run failed */
+	SR_STATUS_OUTPUT_LIMIT, /* a stream went past its cap */
+	SR_STATUS_KILLED,       /* ended by a signal (incl. seccomp SIGSYS) */
+	SR_STATUS_REJECTED,     /* refused by the pre-execution checker */
+	SR_STATUS_INTERNAL_ERROR,
+} sr_status;
+
+typedef struct sr_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+} sr_buf;
+
+typedef struct sr_result {
+	char id[40];        /* sandbox id */
+	sr_status status;
+	int exit_code;      /* -1 when killed by a signal */
+	int signal;         /* 0 unless killed by a signal */
+	sr_buf out, err;    /* stdout, stderr */
+	sr_buf merged;      /* both streams in arrival order */
+	bool truncated;     /* some stream went past its cap */
+	uint64_t duration_ms;
+	uint64_t cpu_ms;
+	uint64_t peak_memory_bytes;
+	bool hit_memory, hit_pids, hit_tmpfs;
+	sr_limits limits;   /* the limits applied */
+	char cgroup_mode[8]; /* "v2", "v1", "hybrid" */
+	char message[SR_ERROR_MSG_MAX]; /* one line explaining a non-ok status */
+} sr_result;
+
+/* Build a sandbox, run the code in it, tear everything down.
+ * Returns 0 when the run happened (whatever its status) and fills res;
+ * returns < 0 when the request was refused before anything ran (bad
+ * input, missing rootfs, no privileges) with err saying what to do.
+ * An internal failure after set-up started is SR_STATUS_INTERNAL_ERROR. */
+int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
+void sr_result_free(sr_result *res);
+const char *sr_status_name(sr_status s);
+/* JSON text of a result (caller frees). */
+char *sr_result_to_json(const sr_result *res);
+
+/* ---- the host ---------------------------------------------------------- */
+
+/* What saferun detected on this host, as JSON (caller frees). */
+char *sr_info_json(const char *rootfs_dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

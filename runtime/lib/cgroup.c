@@ -1,0 +1,522 @@
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+/* The controllers saferun uses, by role. On v2 they all share one dir. */
+enum role { R_MEMORY, R_CPU, R_CPUACCT, R_PIDS, R_FREEZER, R_COUNT };
+static const char *const role_controller[R_COUNT] = {
+	"memory", "cpu", "cpuacct", "pids", "freezer",
+};
+
+#define SR_CGROUP_PARENT "saferun"
+/* On v2 a group with processes cannot enable controllers for children
+ * ("no internal processes"): saferun moves itself into this leaf first. */
+#define SR_CGROUP_SELF_LEAF "saferun-supervisor"
+
+struct sr_cgroup {
+	sr_cgroup_mode mode;
+	char *dir[R_COUNT]; /* the sandbox's group per role (NULL: absent) */
+	char *parent[R_COUNT];
+	int fd; /* v2 only */
+};
+
+struct cg_ops {
+	int (*apply_limits)(sr_cgroup *cg, const sr_limits *lim, sr_error *err);
+	int (*kill_all)(sr_cgroup *cg);
+	void (*read_stats)(sr_cgroup *cg, sr_cgroup_stats *st);
+};
+
+const char *sr_cgroup_mode_name(sr_cgroup_mode m)
+{
+	switch (m) {
+	case SR_CGROUP_V2: return "v2";
+	case SR_CGROUP_V1: return "v1";
+	case SR_CGROUP_HYBRID: return "hybrid";
+	default: return "none";
+	}
+}
+
+/* Find the mount of a hierarchy in mountinfo: cgroup2, or the v1 mount
+ * carrying `controller`. Fills mnt (mount point) and root (its root in the
+ * cgroup namespace). */
+static int find_mount(const char *controller, char *mnt, char *root, size_t size)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = -ENOENT;
+	while (rc && getline(&line, &cap, f) > 0) {
+		char r[PATH_MAX], m[PATH_MAX], fstype[64], superopts[1024];
+		char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2 ||
+		    sscanf(sep + 3, "%63s %*s %1023s", fstype, superopts) != 2)
+			continue;
+		bool match = false;
+		if (!controller)
+			match = strcmp(fstype, "cgroup2") == 0;
+		else if (strcmp(fstype, "cgroup") == 0)
+			for (char *save, *t = strtok_r(superopts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				match = match || strcmp(t, controller) == 0;
+		if (match && strlen(m) < size && strlen(r) < size) {
+			strcpy(mnt, m);
+			strcpy(root, r);
+			rc = 0;
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Our own path for a hierarchy in /proc/self/cgroup ("" controller list
+ * with id 0 on v2). */
+static int own_path(const char *controller, char *out, size_t size)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = -ENOENT;
+	while (rc && getline(&line, &cap, f) > 0) {
+		line[strcspn(line, "\n")] = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		bool match = false;
+		if (!controller)
+			match = strcmp(line, "0") == 0 && c2 == c1 + 1;
+		else
+			for (char *save, *t = strtok_r(c1 + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+				match = match || strcmp(t, controller) == 0;
+		if (match && strlen(c2 + 1) < size) {
+			strcpy(out, c2 + 1);
+			rc = 0;
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+sr_cgroup_mode sr_cgroup_detect(void)
+{
+	char mnt[PATH_MAX], root[PATH_MAX];
+	bool v1 = find_mount("memory", mnt, root, sizeof mnt) == 0 ||
+		  find_mount("pids", mnt, root, sizeof mnt) == 0;
+	bool v2 = find_mount(NULL, mnt, root, sizeof mnt) == 0;
+	if (v1)
+		return v2 ? SR_CGROUP_HYBRID : SR_CGROUP_V1;
+	return v2 ? SR_CGROUP_V2 : SR_CGROUP_NONE;
+}
+
+char *sr_cgroup_own_dir(sr_cgroup_mode mode, const char *controller)
+{
+	const char *hier = mode == SR_CGROUP_V2 ? NULL : controller;
+	char mnt[PATH_MAX], root[PATH_MAX], path[PATH_MAX];
+	if (find_mount(hier, mnt, root, sizeof mnt) || own_path(hier, path, sizeof path))
+		return NULL;
+	/* Paths in /proc/self/cgroup are relative to our cgroup namespace; the
+	 * mount's root is too. Strip the mount root to get the dir below it. */
+	const char *rel = path;
+	size_t rl = strlen(root);
+	if (strcmp(root, "/") != 0 && strncmp(path, root, rl) == 0)
+		rel = path + rl;
+	/* A daemon that moved itself into its leaf still creates groups
+	 * beside that leaf, not below it. */
+	char *leaf = strstr(path, "/" SR_CGROUP_SELF_LEAF);
+	if (mode == SR_CGROUP_V2 && leaf && leaf[strlen(SR_CGROUP_SELF_LEAF) + 1] == '\0')
+		*leaf = '\0';
+	char *out;
+	if (asprintf(&out, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel) < 0)
+		return NULL;
+	return out;
+}
+
+/* ---- v2 ----------------------------------------------------------------- */
+
+static int v2_write(sr_cgroup *cg, const char *file, const char *val, sr_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", cg->dir[R_MEMORY], file);
+	int rc = sr_write_file(path, val);
+	if (rc < 0)
+		return sr_fail(err, -rc, "write %s \"%s\"", path, val);
+	return 0;
+}
+
+static int v2_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
+{
+	char v[64];
+	snprintf(v, sizeof v, "%" PRIu64, lim->memory_bytes);
+	if (v2_write(cg, "memory.max", v, err))
+		return -1;
+	snprintf(v, sizeof v, "%" PRIu64, lim->swap_bytes);
+	/* memory.swap.max is absent when swap accounting is off; then no
+	 * swap can be charged to the group at all. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/memory.swap.max", cg->dir[R_MEMORY]);
+	if (access(path, F_OK) == 0 && v2_write(cg, "memory.swap.max", v, err))
+		return -1;
+	if (v2_write(cg, "memory.oom.group", "1", err))
+		return -1;
+	snprintf(v, sizeof v, "%" PRIu32, lim->pids);
+	if (v2_write(cg, "pids.max", v, err))
+		return -1;
+	snprintf(v, sizeof v, "%" PRIu64 " 100000", (uint64_t)lim->cpu_millis * 100u);
+	return v2_write(cg, "cpu.max", v, err);
+}
+
+static int signal_procs(const char *dir)
+{
+	char path[PATH_MAX], buf[65536];
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+	ssize_t n = sr_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	int count = 0;
+	for (char *p = buf; *p;) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+			count++;
+		p = end + (*end == '\n');
+	}
+	return count;
+}
+
+static int v2_kill_all(sr_cgroup *cg)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/cgroup.kill", cg->dir[R_MEMORY]);
+	if (sr_write_file(path, "1") == 0)
+		return 0;
+	/* Kernels before 5.14 have no cgroup.kill: freeze, kill, thaw. */
+	snprintf(path, sizeof path, "%s/cgroup.freeze", cg->dir[R_MEMORY]);
+	sr_write_file(path, "1");
+	int rc = signal_procs(cg->dir[R_MEMORY]);
+	sr_write_file(path, "0");
+	return rc < 0 ? rc : 0;
+}
+
+static void v2_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
+{
+	char path[PATH_MAX];
+	const char *d = cg->dir[R_MEMORY];
+	snprintf(path, sizeof path, "%s/cpu.stat", d);
+	sr_read_keyed_u64(path, "usage_usec", &st->cpu_usec);
+	snprintf(path, sizeof path, "%s/memory.peak", d);
+	sr_read_u64(path, &st->peak_memory_bytes);
+	snprintf(path, sizeof path, "%s/memory.events", d);
+	sr_read_keyed_u64(path, "oom_kill", &st->oom_kills);
+	sr_read_keyed_u64(path, "max", &st->memory_failcnt);
+	snprintf(path, sizeof path, "%s/pids.events", d);
+	sr_read_keyed_u64(path, "max", &st->pids_denied);
+}
+
+static const struct cg_ops v2_ops = { v2_apply_limits, v2_kill_all, v2_read_stats };
+
+/* ---- v1 ----------------------------------------------------------------- */
+
+static int v1_write(sr_cgroup *cg, enum role r, const char *file, const char *val,
+		    sr_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", cg->dir[r], file);
+	int rc = sr_write_file(path, val);
+	if (rc < 0)
+		return sr_fail(err, -rc, "write %s \"%s\"", path, val);
+	return 0;
+}
+
+static int v1_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
+{
+	char v[64], path[PATH_MAX];
+	snprintf(v, sizeof v, "%" PRIu64, lim->memory_bytes);
+	if (v1_write(cg, R_MEMORY, "memory.limit_in_bytes", v, err))
+		return -1;
+	snprintf(path, sizeof path, "%s/memory.memsw.limit_in_bytes", cg->dir[R_MEMORY]);
+	if (access(path, F_OK) == 0) {
+		snprintf(v, sizeof v, "%" PRIu64, lim->memory_bytes + lim->swap_bytes);
+		if (v1_write(cg, R_MEMORY, "memory.memsw.limit_in_bytes", v, err))
+			return -1;
+	} else if (lim->swap_bytes == 0 &&
+		   v1_write(cg, R_MEMORY, "memory.swappiness", "0", err)) {
+		return -1;
+	}
+	snprintf(v, sizeof v, "%" PRIu32, lim->pids);
+	if (v1_write(cg, R_PIDS, "pids.max", v, err))
+		return -1;
+	if (v1_write(cg, R_CPU, "cpu.cfs_period_us", "100000", err))
+		return -1;
+	snprintf(v, sizeof v, "%" PRIu64, (uint64_t)lim->cpu_millis * 100u);
+	return v1_write(cg, R_CPU, "cpu.cfs_quota_us", v, err);
+}
+
+static int v1_kill_all(sr_cgroup *cg)
+{
+	/* Freeze first so a fork bomb cannot outrun the kill loop. */
+	char state[PATH_MAX], buf[32];
+	snprintf(state, sizeof state, "%s/freezer.state", cg->dir[R_FREEZER]);
+	sr_write_file(state, "FROZEN");
+	for (int i = 0; i < 1000; i++) {
+		if (sr_read_file(state, buf, sizeof buf) < 0 || strncmp(buf, "FROZEN", 6) == 0)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	int rc = signal_procs(cg->dir[R_FREEZER]);
+	sr_write_file(state, "THAWED");
+	return rc < 0 ? rc : 0;
+}
+
+static void v1_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
+{
+	char path[PATH_MAX];
+	uint64_t ns = 0;
+	snprintf(path, sizeof path, "%s/cpuacct.usage", cg->dir[R_CPUACCT] ? cg->dir[R_CPUACCT] : "/nonexistent");
+	if (sr_read_u64(path, &ns) == 0)
+		st->cpu_usec = ns / 1000u;
+	snprintf(path, sizeof path, "%s/memory.max_usage_in_bytes", cg->dir[R_MEMORY]);
+	sr_read_u64(path, &st->peak_memory_bytes);
+	snprintf(path, sizeof path, "%s/memory.oom_control", cg->dir[R_MEMORY]);
+	sr_read_keyed_u64(path, "oom_kill", &st->oom_kills);
+	snprintf(path, sizeof path, "%s/memory.failcnt", cg->dir[R_MEMORY]);
+	sr_read_u64(path, &st->memory_failcnt);
+	snprintf(path, sizeof path, "%s/pids.events", cg->dir[R_PIDS]);
+	sr_read_keyed_u64(path, "max", &st->pids_denied);
+}
+
+static const struct cg_ops v1_ops = { v1_apply_limits, v1_kill_all, v1_read_stats };
+
+static const struct cg_ops *ops(const sr_cgroup *cg)
+{
+	return cg->mode == SR_CGROUP_V2 ? &v2_ops : &v1_ops;
+}
+
+/* ---- shared ------------------------------------------------------------- */
+
+/* Roles whose dir is the first of its kind (v1 co-mounts cpu,cpuacct;
+ * v2 has a single dir): mkdir, attach and rmdir each dir once. */
+static bool first_of_dir(const sr_cgroup *cg, int r)
+{
+	if (!cg->dir[r])
+		return false;
+	for (int i = 0; i < r; i++)
+		if (cg->dir[i] && strcmp(cg->dir[i], cg->dir[r]) == 0)
+			return false;
+	return true;
+}
+
+/* v2: enable the controllers for the children of dir, moving ourselves
+ * into a leaf when dir holds processes (the "no internal processes" rule). */
+static int v2_delegate(const char *dir, bool may_move_self, sr_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
+	int rc = sr_write_file(path, "+memory +pids +cpu");
+	if (rc == -EBUSY && may_move_self) {
+		char leaf[PATH_MAX], pid[32];
+		snprintf(leaf, sizeof leaf, "%s/" SR_CGROUP_SELF_LEAF, dir);
+		if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+			return sr_fail(err, errno, "create cgroup %s", leaf);
+		strncat(leaf, "/cgroup.procs", sizeof leaf - strlen(leaf) - 1);
+		snprintf(pid, sizeof pid, "%d", getpid());
+		if ((rc = sr_write_file(leaf, pid)) < 0)
+			return sr_fail(err, -rc, "move saferun into %s", leaf);
+		rc = sr_write_file(path, "+memory +pids +cpu");
+	}
+	if (rc == -EBUSY)
+		return sr_fail(err, EBUSY, "cgroup %s has other processes, so saferun cannot create "
+			       "groups below it (run saferun in a cgroup of its own, e.g. "
+			       "systemd-run --scope -p Delegate=yes saferun ...)", dir);
+	if (rc < 0)
+		return sr_fail(err, -rc, "enable memory, pids and cpu controllers in %s "
+			       "(are they delegated to this cgroup?)", path);
+	return 0;
+}
+
+static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
+{
+	char *own = sr_cgroup_own_dir(cg->mode, role_controller[r]);
+	if (!own)
+		return r == R_FREEZER || r == R_CPUACCT
+		       ? 0 : sr_fail(err, ENOENT, "find the %s cgroup saferun runs in", role_controller[r]);
+	int rc = -1;
+	if (asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT, own) < 0 ||
+	    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) < 0) {
+		sr_fail(err, ENOMEM, "cgroup path");
+		goto out;
+	}
+	if (!first_of_dir(cg, r)) {
+		rc = 0;
+		goto out;
+	}
+	if (cg->mode == SR_CGROUP_V2 && v2_delegate(own, true, err))
+		goto out;
+	/* A concurrent run may remove the empty parent between our mkdirs. */
+	for (int tries = 0; tries < 5; tries++) {
+		if (mkdir(cg->parent[r], 0755) < 0 && errno != EEXIST) {
+			sr_fail(err, errno, "create cgroup %s", cg->parent[r]);
+			goto out;
+		}
+		if (cg->mode == SR_CGROUP_V2 && v2_delegate(cg->parent[r], false, err))
+			goto out;
+		if (mkdir(cg->dir[r], 0755) == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (errno != ENOENT)
+			break;
+	}
+	sr_fail(err, errno, "create cgroup %s", cg->dir[r]);
+out:
+	free(own);
+	return rc;
+}
+
+int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_error *err)
+{
+	sr_cgroup *cg = calloc(1, sizeof *cg);
+	if (!cg)
+		return sr_fail(err, ENOMEM, "allocate cgroup");
+	cg->fd = -1;
+	cg->mode = sr_cgroup_detect();
+	if (cg->mode == SR_CGROUP_NONE) {
+		free(cg);
+		return sr_fail(err, ENOENT, "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
+	}
+	for (int r = 0; r < R_COUNT; r++) {
+		if (cg->mode == SR_CGROUP_V2 && r > 0) {
+			cg->dir[r] = strdup(cg->dir[0]);
+			cg->parent[r] = strdup(cg->parent[0]);
+			continue;
+		}
+		if (make_group(cg, r, id, err))
+			goto fail;
+	}
+	if (!cg->dir[R_FREEZER] && cg->mode != SR_CGROUP_V2) {
+		sr_fail(err, ENOENT, "the v1 freezer controller is not mounted; saferun needs it to kill a sandbox");
+		goto fail;
+	}
+	if (ops(cg)->apply_limits(cg, lim, err))
+		goto fail;
+	if (cg->mode == SR_CGROUP_V2) {
+		cg->fd = open(cg->dir[R_MEMORY], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cg->fd < 0) {
+			sr_fail(err, errno, "open %s", cg->dir[R_MEMORY]);
+			goto fail;
+		}
+	}
+	*out = cg;
+	return 0;
+fail:
+	sr_cgroup_destroy(cg, NULL);
+	return -1;
+}
+
+sr_cgroup_mode sr_cgroup_get_mode(const sr_cgroup *cg)
+{
+	return cg->mode;
+}
+
+int sr_cgroup_fd(const sr_cgroup *cg)
+{
+	return cg->fd;
+}
+
+int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err)
+{
+	char path[PATH_MAX], v[32];
+	snprintf(v, sizeof v, "%d", pid);
+	for (int r = 0; r < R_COUNT; r++) {
+		if (!first_of_dir(cg, r))
+			continue;
+		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[r]);
+		int rc = sr_write_file(path, v);
+		if (rc < 0)
+			return sr_fail(err, -rc, "move sandbox process %d into %s", pid, cg->dir[r]);
+	}
+	return 0;
+}
+
+int sr_cgroup_count_procs(sr_cgroup *cg)
+{
+	char path[PATH_MAX], buf[65536];
+	int n = 0;
+	for (int r = 0; r < R_COUNT; r++) {
+		if (!first_of_dir(cg, r))
+			continue;
+		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[r]);
+		ssize_t len = sr_read_file(path, buf, sizeof buf);
+		int c = 0;
+		for (ssize_t i = 0; i < len; i++)
+			c += buf[i] == '\n';
+		n = c > n ? c : n;
+	}
+	return n;
+}
+
+int sr_cgroup_kill(sr_cgroup *cg, sr_error *err)
+{
+	/* Bounded: 2 s of 1 ms steps. Killed tasks leave the group as soon
+	 * as they exit, even before they are reaped. */
+	for (int i = 0; i < 2000; i++) {
+		if (sr_cgroup_count_procs(cg) == 0)
+			return 0;
+		if (i % 50 == 0)
+			ops(cg)->kill_all(cg);
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	return sr_fail(err, EBUSY, "processes of sandbox cgroup %s did not die", cg->dir[R_PIDS]);
+}
+
+int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	ops(cg)->read_stats(cg, st);
+	return 0;
+}
+
+int sr_cgroup_destroy(sr_cgroup *cg, sr_error *err)
+{
+	if (!cg)
+		return 0;
+	int rc = 0;
+	if (sr_cgroup_kill(cg, err))
+		rc = -1;
+	if (cg->fd >= 0)
+		close(cg->fd);
+	for (int r = R_COUNT - 1; r >= 0; r--) {
+		if (first_of_dir(cg, r)) {
+			if (rmdir(cg->dir[r]) < 0 && errno != ENOENT && rc == 0)
+				rc = sr_fail(err, errno, "remove cgroup %s", cg->dir[r]);
+			/* The shared parent goes when the last sandbox leaves it. */
+			if (cg->parent[r])
+				rmdir(cg->parent[r]);
+		}
+	}
+	for (int r = 0; r < R_COUNT; r++) {
+		free(cg->dir[r]);
+		free(cg->parent[r]);
+	}
+	free(cg);
+	return rc;
+}

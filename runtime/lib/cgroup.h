@@ -1,0 +1,56 @@
+/* One cgroup per sandbox, below the cgroup saferun itself runs in.
+ *
+ * v2 (unified) is the primary path; v1 and hybrid hosts (v1 controllers
+ * with an empty unified hierarchy) use the v1 controllers. Both sit behind
+ * the same functions; only the file names and formats differ. */
+#ifndef SR_CGROUP_H
+#define SR_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "saferun.h"
+
+typedef enum sr_cgroup_mode {
+	SR_CGROUP_NONE = 0,
+	SR_CGROUP_V2,
+	SR_CGROUP_V1,
+	SR_CGROUP_HYBRID, /* v1 controllers + a unified hierarchy: use v1 */
+} sr_cgroup_mode;
+
+typedef struct sr_cgroup sr_cgroup;
+
+typedef struct sr_cgroup_stats {
+	uint64_t cpu_usec;
+	uint64_t peak_memory_bytes;
+	uint64_t oom_kills;   /* processes the OOM killer ended in the group */
+	uint64_t pids_denied; /* forks refused at pids.max */
+	uint64_t memory_failcnt; /* times the memory limit was hit (v1) */
+} sr_cgroup_stats;
+
+const char *sr_cgroup_mode_name(sr_cgroup_mode m);
+/* Which hierarchy this host runs, from /proc/self/mountinfo. */
+sr_cgroup_mode sr_cgroup_detect(void);
+/* Directory of the group saferun runs in for one controller ("memory",
+ * "cpu", "pids", ...; any name on v2). Caller frees. NULL if not mounted. */
+char *sr_cgroup_own_dir(sr_cgroup_mode mode, const char *controller);
+
+/* Create the sandbox's group(s) and write its limits. */
+int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out,
+		     sr_error *err);
+sr_cgroup_mode sr_cgroup_get_mode(const sr_cgroup *cg);
+/* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
+int sr_cgroup_fd(const sr_cgroup *cg);
+/* Move pid into the group (the fallback for CLONE_INTO_CGROUP). */
+int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err);
+/* SIGKILL every process in the group (cgroup.kill on v2, freeze + kill
+ * on v1) and wait until it is empty. */
+int sr_cgroup_kill(sr_cgroup *cg, sr_error *err);
+int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st);
+/* Number of processes still in the group. */
+int sr_cgroup_count_procs(sr_cgroup *cg);
+/* Kill what is left, remove the group(s) and free cg. */
+int sr_cgroup_destroy(sr_cgroup *cg, sr_error *err);
+
+#endif

@@ -1,0 +1,538 @@
+#include "mounts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "error.h"
+
+/* Paths seen by the child between the two pivots: the stage tmpfs is /,
+ * the host root is /oldroot, the sandbox root is being built at /newroot,
+ * and the writable tmpfs is /rw. */
+#define STAGE "/tmp"
+#define OLDROOT "/oldroot"
+#define NEWROOT "/newroot"
+#define RW "/rw"
+
+enum op_kind {
+	OP_TMPFS,     /* dst, size, mode */
+	OP_BIND,      /* src (host path) -> dst; ro unless OPF_RW */
+	OP_BIND_NEW,  /* src (path in the stage) -> dst */
+	OP_MKDIR,     /* dst, mode, chown to the sandbox user with OPF_OWN */
+	OP_TOUCH,     /* dst: empty file as a bind target */
+	OP_SYMLINK,   /* src = target, dst */
+	OP_WRITE,     /* dst, data, len, mode; OPF_OWN */
+	OP_PROC,      /* dst */
+	OP_MASK,      /* dst: /dev/null over a file, empty ro tmpfs over a dir */
+	OP_READONLY,  /* dst: make an existing mount read-only (not its submounts) */
+};
+
+enum op_flags {
+	OPF_RW = 1,       /* bind stays writable */
+	OPF_DEV = 2,      /* keep device nodes usable (no MS_NODEV) */
+	OPF_OWN = 4,      /* owned by the sandbox user */
+	OPF_OPTIONAL = 8, /* skip silently when the target does not exist */
+};
+
+struct sr_mount_op {
+	enum op_kind kind;
+	unsigned flags;
+	char *src, *dst;
+	const void *data;
+	size_t len;
+	uint64_t size;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* ---- planning (supervisor side) ---------------------------------------- */
+
+static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags,
+			const char *src, const char *dst_fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags,
+			const char *src, const char *dst_fmt, ...)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		sr_mount_op *ops = realloc(p->ops, cap * sizeof *ops);
+		if (!ops)
+			return NULL;
+		p->ops = ops;
+		p->cap = cap;
+	}
+	sr_mount_op *op = &p->ops[p->n];
+	memset(op, 0, sizeof *op);
+	op->kind = kind;
+	op->flags = flags;
+	va_list ap;
+	va_start(ap, dst_fmt);
+	int n = vasprintf(&op->dst, dst_fmt, ap);
+	va_end(ap);
+	if (n < 0 || (src && !(op->src = strdup(src)))) {
+		free(n < 0 ? NULL : op->dst);
+		return NULL;
+	}
+	p->n++;
+	return op;
+}
+
+void sr_mounts_plan_free(sr_mount_plan *plan)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->ops[i].src);
+		free(plan->ops[i].dst);
+	}
+	free(plan->ops);
+	memset(plan, 0, sizeof *plan);
+}
+
+int sr_mounts_check_name(const char *name, sr_error *err)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len >= PATH_MAX / 2)
+		return sr_fail(err, EINVAL, "file name \"%s\" is empty or too long", name);
+	if (name[0] == '/')
+		return sr_fail(err, EINVAL, "file name \"%s\" must be relative to the working dir", name);
+	for (const char *part = name; part; part = strchr(part, '/') ? strchr(part, '/') + 1 : NULL) {
+		size_t plen = strcspn(part, "/");
+		if (plen == 0 || (plen == 1 && part[0] == '.') || (plen == 2 && strncmp(part, "..", 2) == 0))
+			return sr_fail(err, EINVAL, "file name \"%s\" has an empty, \".\" or \"..\" part", name);
+		if (plen > NAME_MAX)
+			return sr_fail(err, EINVAL, "file name \"%s\" has a part over %d bytes", name, NAME_MAX);
+	}
+	return 0;
+}
+
+int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err)
+{
+	*rootfs = NULL;
+	if (strcmp(profile, "host") == 0) {
+		if (access("/usr/bin/python3", X_OK) < 0)
+			return sr_fail(err, errno, "the host profile needs the host's /usr/bin/python3 "
+				       "(apt-get install python3, or build a rootfs: saferun rootfs build minimal)");
+		return 0;
+	}
+	char *path, py[PATH_MAX];
+	if (asprintf(&path, "%s/%s", dir, profile) < 0)
+		return sr_fail(err, ENOMEM, "rootfs path");
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		int e = errno ? errno : ENOTDIR;
+		sr_fail(err, e, "rootfs profile \"%s\" is not built at %s (build it with "
+			"scripts/build-rootfs %s, or use --profile host)", profile, path, profile);
+		free(path);
+		return -1;
+	}
+	snprintf(py, sizeof py, "%s/usr/bin/python3", path);
+	if (access(py, X_OK) < 0) {
+		sr_fail(err, errno, "rootfs %s has no usable %s (rebuild it with scripts/build-rootfs "
+			"--force %s)", path, "/usr/bin/python3", profile);
+		free(path);
+		return -1;
+	}
+	*rootfs = path;
+	return 0;
+}
+
+/* The host profile: an empty read-only root with the host's /usr and the
+ * few /etc files Python needs, nothing else of the host. */
+static const char *const host_top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+static const char *const host_etc[] = {
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "ssl", "ca-certificates",
+	"alternatives", "python3", "python3.11", "python3.12", "python3.13", "matplotlibrc",
+	"fonts", "mime.types",
+};
+static const char etc_passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+				 "sandbox:x:1000:1000:sandbox:/work:/usr/sbin/nologin\n"
+				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_group[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char etc_hosts[] = "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n";
+
+/* One host path in the skeleton: symlinks are recreated (their targets
+ * resolve inside the sandbox), dirs and files are bound read-only. */
+static int plan_host_entry(sr_mount_plan *p, const char *host)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	if (lstat(host, &st) < 0)
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlink(host, target, sizeof target - 1);
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		return add(p, OP_SYMLINK, 0, target, NEWROOT "%s", host) ? 0 : -1;
+	}
+	bool dir = S_ISDIR(st.st_mode);
+	if (!dir && !S_ISREG(st.st_mode))
+		return 0;
+	sr_mount_op *op = add(p, dir ? OP_MKDIR : OP_TOUCH, 0, NULL, NEWROOT "%s", host);
+	if (!op)
+		return -1;
+	op->mode = dir ? 0755 : 0644;
+	return add(p, OP_BIND, 0, host, NEWROOT "%s", host) ? 0 : -1;
+}
+
+static int plan_host_root(sr_mount_plan *p)
+{
+	sr_mount_op *op = add(p, OP_TMPFS, 0, NULL, NEWROOT);
+	if (!op)
+		return -1;
+	op->size = 1 << 20;
+	op->mode = 0755;
+	char host[PATH_MAX];
+	for (size_t i = 0; i < sizeof host_top / sizeof *host_top; i++) {
+		snprintf(host, sizeof host, "/%s", host_top[i]);
+		if (plan_host_entry(p, host))
+			return -1;
+	}
+	if (!(op = add(p, OP_MKDIR, 0, NULL, NEWROOT "/etc")))
+		return -1;
+	op->mode = 0755;
+	for (size_t i = 0; i < sizeof host_etc / sizeof *host_etc; i++) {
+		snprintf(host, sizeof host, "/etc/%s", host_etc[i]);
+		if (plan_host_entry(p, host))
+			return -1;
+	}
+	const struct { const char *name, *text; } files[] = {
+		{ "passwd", etc_passwd }, { "group", etc_group }, { "hosts", etc_hosts },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		if (!(op = add(p, OP_WRITE, 0, NULL, NEWROOT "/etc/%s", files[i].name)))
+			return -1;
+		op->data = files[i].text;
+		op->len = strlen(files[i].text);
+		op->mode = 0644;
+	}
+	static const char *const dirs[] = { "/proc", "/dev", "/root", "/var", "/var/tmp" };
+	for (size_t i = 0; i < 5; i++) {
+		if (!(op = add(p, OP_MKDIR, 0, NULL, NEWROOT "%s", dirs[i])))
+			return -1;
+		op->mode = 0755;
+	}
+	return 0;
+}
+
+static int plan_writable(sr_mount_plan *p, const sr_fs_spec *s, bool skeleton)
+{
+	sr_mount_op *op = add(p, OP_TMPFS, 0, NULL, RW);
+	if (!op)
+		return -1;
+	op->size = s->tmpfs_bytes;
+	op->mode = 0755;
+	for (size_t i = 0; i < s->n_writable; i++) {
+		bool work = strcmp(s->writable[i], s->workdir) == 0;
+		if (!(op = add(p, OP_MKDIR, OPF_OWN, NULL, RW "/%zu", i)))
+			return -1;
+		op->mode = work ? 0755 : 01777;
+		if (skeleton && !add(p, OP_MKDIR, 0, NULL, NEWROOT "%s", s->writable[i]))
+			return -1;
+		if (skeleton)
+			p->ops[p->n - 1].mode = 0755;
+		char src[64];
+		snprintf(src, sizeof src, RW "/%zu", i);
+		if (!add(p, OP_BIND_NEW, OPF_RW, src, NEWROOT "%s", s->writable[i]))
+			return -1;
+	}
+	return 0;
+}
+
+static int plan_dev(sr_mount_plan *p)
+{
+	static const char *const devs[] = { "null", "zero", "full", "random", "urandom" };
+	sr_mount_op *op = add(p, OP_TMPFS, 0, NULL, NEWROOT "/dev");
+	if (!op)
+		return -1;
+	op->size = 64 << 10;
+	op->mode = 0755;
+	for (size_t i = 0; i < 5; i++) {
+		char host[32];
+		snprintf(host, sizeof host, "/dev/%s", devs[i]);
+		if (!add(p, OP_TOUCH, 0, NULL, NEWROOT "%s", host) ||
+		    !add(p, OP_BIND, OPF_RW | OPF_DEV, host, NEWROOT "%s", host))
+			return -1;
+	}
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+	};
+	for (size_t i = 0; i < 4; i++)
+		if (!add(p, OP_SYMLINK, 0, links[i][0], NEWROOT "/dev/%s", links[i][1]))
+			return -1;
+	/* POSIX semaphores (multiprocessing) live in /dev/shm: give it a dir
+	 * of the writable tmpfs so it shares the size cap. */
+	if (!(op = add(p, OP_MKDIR, OPF_OWN, NULL, RW "/shm")))
+		return -1;
+	op->mode = 01777;
+	if (!(op = add(p, OP_MKDIR, 0, NULL, NEWROOT "/dev/shm")))
+		return -1;
+	op->mode = 0755;
+	return add(p, OP_BIND_NEW, OPF_RW, RW "/shm", NEWROOT "/dev/shm") &&
+	       add(p, OP_READONLY, OPF_DEV, NULL, NEWROOT "/dev") ? 0 : -1;
+}
+
+/* /proc of the sandbox's own pid namespace, with the host-wide files that
+ * leak kernel state or accept writes masked (as runc and crun do). */
+static int plan_proc(sr_mount_plan *p)
+{
+	static const char *const masked[] = {
+		"kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms",
+		"latency_stats", "acpi", "scsi", "asound", "firmware", "kpagecount",
+		"kpageflags", "kpagecgroup", "vmallocinfo", "config.gz",
+	};
+	static const char *const readonly[] = { "sys", "irq", "bus", "fs" };
+	if (!add(p, OP_PROC, 0, NULL, NEWROOT "/proc"))
+		return -1;
+	for (size_t i = 0; i < sizeof masked / sizeof *masked; i++)
+		if (!add(p, OP_MASK, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s", masked[i]))
+			return -1;
+	for (size_t i = 0; i < sizeof readonly / sizeof *readonly; i++)
+		if (!add(p, OP_BIND_NEW, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s", readonly[i]))
+			return -1;
+	return 0;
+}
+
+static int plan_files(sr_mount_plan *p, const sr_fs_spec *s, size_t work_index)
+{
+	sr_mount_op *op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/main.py", work_index);
+	if (!op)
+		return -1;
+	op->data = s->code;
+	op->len = s->code_size;
+	op->mode = 0644;
+	for (size_t i = 0; i < s->n_files; i++) {
+		const char *name = s->files[i].name;
+		/* Parent directories of nested names, made owned by the user. */
+		for (const char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+			if (!(op = add(p, OP_MKDIR, OPF_OWN | OPF_OPTIONAL, NULL, RW "/%zu/%.*s",
+				       work_index, (int)(slash - name), name)))
+				return -1;
+			op->mode = 0755;
+		}
+		if (!(op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/%s", work_index, name)))
+			return -1;
+		op->data = s->files[i].data;
+		op->len = s->files[i].size;
+		op->mode = 0644;
+	}
+	return 0;
+}
+
+static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
+{
+	*work_index = SIZE_MAX;
+	for (size_t i = 0; i < s->n_writable; i++) {
+		const char *w = s->writable[i];
+		if (w[0] != '/' || strstr(w, "/..") || strcmp(w, "/") == 0)
+			return sr_fail(err, EINVAL, "writable dir \"%s\" must be an absolute path below /", w);
+		if (strcmp(w, s->workdir) == 0)
+			*work_index = i;
+		if (s->rootfs) {
+			char path[PATH_MAX];
+			struct stat st;
+			snprintf(path, sizeof path, "%s%s", s->rootfs, w);
+			if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+				return sr_fail(err, ENOENT, "writable dir %s does not exist in rootfs %s "
+					       "(rebuild the rootfs or change filesystem.writable)", w, s->rootfs);
+		}
+	}
+	if (*work_index == SIZE_MAX)
+		return sr_fail(err, EINVAL, "working dir %s is not one of the writable dirs", s->workdir);
+	for (size_t i = 0; i < s->n_files; i++) {
+		if (sr_mounts_check_name(s->files[i].name, err))
+			return -1;
+		if (strcmp(s->files[i].name, "main.py") == 0)
+			return sr_fail(err, EEXIST, "file name \"main.py\" is taken by the code itself");
+	}
+	return 0;
+}
+
+int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
+{
+	size_t work_index;
+	memset(p, 0, sizeof *p);
+	if (check_spec(s, &work_index, err))
+		return -1;
+	bool host = s->rootfs == NULL;
+	int rc = host ? plan_host_root(p) : (add(p, OP_BIND, 0, s->rootfs, NEWROOT) ? 0 : -1);
+	if (!rc)
+		rc = plan_writable(p, s, host);
+	if (!rc)
+		rc = plan_dev(p);
+	if (!rc)
+		rc = plan_proc(p);
+	if (!rc)
+		rc = plan_files(p, s, work_index);
+	if (!rc && host && !add(p, OP_READONLY, 0, NULL, NEWROOT))
+		rc = -1;
+	for (size_t i = 0; i < p->n; i++) {
+		p->ops[i].uid = s->uid;
+		p->ops[i].gid = s->gid;
+	}
+	if (rc) {
+		sr_mounts_plan_free(p);
+		return sr_fail(err, ENOMEM, "plan the sandbox filesystem");
+	}
+	return 0;
+}
+
+/* ---- applying (child side: no allocation) ------------------------------- */
+
+/* Read-only, nosuid, nodev (unless devices), recursively. mount_setattr
+ * keeps the flags the kernel locked for a less privileged namespace; the
+ * remount fallback must repeat them or the kernel refuses with EPERM. */
+static int make_readonly(const char *path, bool dev, bool recursive)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (dev ? 0 : MOUNT_ATTR_NODEV),
+	};
+	unsigned flags = recursive ? AT_RECURSIVE : 0;
+	if (syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof attr) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -errno;
+	struct statvfs sv;
+	if (statvfs(path, &sv) < 0)
+		return -errno;
+	unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | (dev ? 0 : MS_NODEV) |
+			   (recursive ? MS_REC : 0);
+	fl |= (sv.f_flag & ST_NODEV ? MS_NODEV : 0) | (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) |
+	      (sv.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
+	      (sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) |
+	      (sv.f_flag & ST_RELATIME ? MS_RELATIME : 0);
+	return mount(NULL, path, NULL, fl, NULL) < 0 ? -errno : 0;
+}
+
+static int write_file(const sr_mount_op *op)
+{
+	int fd = open(op->dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
+	if (fd < 0)
+		return -errno;
+	const char *d = op->data;
+	size_t left = op->len;
+	int rc = 0;
+	while (left && rc == 0) {
+		ssize_t n = write(fd, d, left);
+		if (n < 0 && errno != EINTR)
+			rc = -errno;
+		else if (n > 0) {
+			d += n;
+			left -= (size_t)n;
+		}
+	}
+	if (rc == 0 && (op->flags & OPF_OWN) && fchown(fd, op->uid, op->gid) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int apply_one(const sr_mount_op *op)
+{
+	char src[PATH_MAX], data[64];
+	struct stat st;
+	switch (op->kind) {
+	case OP_TMPFS:
+		snprintf(data, sizeof data, "size=%llu,mode=%o", (unsigned long long)op->size, op->mode);
+		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0 ? -errno : 0;
+	case OP_BIND:
+	case OP_BIND_NEW:
+		snprintf(src, sizeof src, "%s%s", op->kind == OP_BIND ? OLDROOT : "",
+			 op->src ? op->src : op->dst);
+		if (mount(src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return -errno;
+		/* Recursive: submounts of the source come along read-only too. */
+		return op->flags & OPF_RW ? 0 : make_readonly(op->dst, op->flags & OPF_DEV, true);
+	case OP_MKDIR:
+		if (mkdir(op->dst, op->mode) < 0)
+			return errno == EEXIST ? 0 : -errno;
+		if (chmod(op->dst, op->mode) < 0)
+			return -errno;
+		return op->flags & OPF_OWN && chown(op->dst, op->uid, op->gid) < 0 ? -errno : 0;
+	case OP_TOUCH: {
+		int fd = open(op->dst, O_WRONLY | O_CREAT | O_CLOEXEC, op->mode ? op->mode : 0644);
+		return fd < 0 ? -errno : close(fd);
+	}
+	case OP_SYMLINK:
+		return symlink(op->src, op->dst) < 0 ? -errno : 0;
+	case OP_WRITE:
+		return write_file(op);
+	case OP_PROC:
+		return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno : 0;
+	case OP_MASK:
+		if (stat(op->dst, &st) < 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return mount("tmpfs", op->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				     "size=0,nr_inodes=1,mode=0555") < 0 ? -errno : 0;
+		return mount(NEWROOT "/dev/null", op->dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+	case OP_READONLY:
+		/* Only this mount: the writable binds below it stay writable. */
+		return make_readonly(op->dst, op->flags & OPF_DEV, false);
+	}
+	return -EINVAL;
+}
+
+static const char *op_name(enum op_kind k)
+{
+	static const char *const names[] = {
+		"mount tmpfs on", "bind read-only", "bind", "create dir", "create file",
+		"create symlink", "write", "mount proc on", "mask", "make read-only",
+	};
+	return names[k];
+}
+
+int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size)
+{
+	int rc;
+#define STEP(call, ...)                                          \
+	do {                                                     \
+		if ((rc = (call)) < 0) {                         \
+			snprintf(what, what_size, __VA_ARGS__); \
+			return rc;                               \
+		}                                                \
+	} while (0)
+#define SYS(call) ((call) < 0 ? -errno : 0)
+	/* Nothing we mount may propagate back to the host. */
+	STEP(SYS(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)), "make mounts private");
+	STEP(SYS(mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")),
+	     "mount the staging tmpfs");
+	STEP(SYS(mkdir(STAGE OLDROOT, 0755)), "create " OLDROOT);
+	STEP(SYS(mkdir(STAGE NEWROOT, 0755)), "create " NEWROOT);
+	STEP(SYS(mkdir(STAGE RW, 0755)), "create " RW);
+	/* First pivot: the host root moves to /oldroot, so bind sources are
+	 * reached through it and nothing we stage can shadow them. */
+	STEP(SYS(syscall(SYS_pivot_root, STAGE, STAGE OLDROOT)), "pivot into the staging tmpfs");
+	STEP(SYS(chdir("/")), "chdir to the staging root");
+	for (size_t i = 0; i < plan->n; i++) {
+		const sr_mount_op *op = &plan->ops[i];
+		struct stat st;
+		if ((op->flags & OPF_OPTIONAL) && op->kind != OP_MKDIR && stat(op->dst, &st) < 0)
+			continue;
+		rc = apply_one(op);
+		if (rc == -EEXIST && op->kind == OP_MKDIR)
+			continue;
+		STEP(rc, "%s %s", op_name(op->kind), op->dst);
+	}
+	/* Second pivot: the new root becomes /, and the stage with the host
+	 * root under it is detached, unreachable from inside. */
+	STEP(SYS(chdir(NEWROOT)), "chdir to the new root");
+	STEP(SYS(syscall(SYS_pivot_root, ".", ".")), "pivot into the new root");
+	STEP(SYS(umount2(".", MNT_DETACH)), "detach the old root");
+	STEP(SYS(chdir("/")), "chdir to /");
+	STEP(SYS(chdir(workdir)), "chdir to %s", workdir);
+	return 0;
+#undef STEP
+#undef SYS
+}

@@ -1,0 +1,1443 @@
+/* Policies: JSON documents read over the built-in default, validated
+ * strictly. Every error names the JSON path and the value, and says what
+ * is expected. Format reference: docs/policy.md. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "saferun.h"
+#include "seccomp_bpf.h"
+
+extern const unsigned char sr_embedded_default_policy[];
+extern const size_t sr_embedded_default_policy_len;
+
+#define KIB 1024ULL
+#define MIB (1024ULL * KIB)
+#define GIB (1024ULL * MIB)
+#define TIB (1024ULL * GIB)
+
+#define POLICY_MAX_BYTES (4u << 20)
+#define PATH_BUF 192   /* a JSON path in an error message */
+#define SHOW_MAX 72    /* an offending value, shortened */
+#define MAX_WRITABLE 32
+#define MAX_ENV 1024
+#define MAX_ENV_ENTRY (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
+#define MAX_RULES 4096
+#define MAX_ERRNO_RET 4095
+#define JSON_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
+
+/* Where errors go: the document's name and the caller's error. */
+struct ctx {
+	const char *origin;
+	sr_error *err;
+	int compile; /* compile a seccomp section to prove libseccomp takes it */
+};
+
+enum lim_kind { LIM_DURATION, LIM_CPUS, LIM_SIZE, LIM_COUNT };
+
+struct lim_spec {
+	const char *key;
+	enum lim_kind kind;
+	size_t off;   /* of the field in sr_limits */
+	size_t width; /* its size: 4 or 8 bytes */
+	uint64_t min, max;
+};
+
+#define LIM(key, kind, field, min, max) \
+	{key, kind, offsetof(sr_limits, field), sizeof(((sr_limits *)0)->field), min, max}
+
+static const struct lim_spec lim_specs[] = {
+	LIM("wall_time", LIM_DURATION, wall_ms, 10, 24ULL * 3600 * 1000),
+	/* cgroup cpu.max takes at least 1 ms of CPU per 100 ms period */
+	LIM("cpus", LIM_CPUS, cpu_millis, 10, 1024 * 1000),
+	LIM("memory", LIM_SIZE, memory_bytes, 16 * MIB, TIB),
+	LIM("swap", LIM_SIZE, swap_bytes, 0, TIB),
+	LIM("pids", LIM_COUNT, pids, 1, 1000000),
+	LIM("tmpfs", LIM_SIZE, tmpfs_bytes, MIB, TIB),
+	/* the supervisor holds each stream in memory */
+	LIM("output", LIM_SIZE, output_bytes, KIB, GIB),
+	LIM("open_files", LIM_COUNT, open_files, 16, 1048576),
+};
+#define N_LIMITS (sizeof lim_specs / sizeof lim_specs[0])
+
+static const struct preset {
+	const char *name;
+	sr_limits limits;
+} presets[] = {
+	{"tiny", {5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256}},
+	{"small", {10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256}},
+	{"medium", {20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256}},
+	{"large", {60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256}},
+};
+
+static const struct {
+	const char *name;
+	sr_seccomp_action_kind kind;
+} actions[] = {
+	{"SCMP_ACT_ALLOW", SR_SCMP_ALLOW},
+	{"SCMP_ACT_ERRNO", SR_SCMP_ERRNO},
+	{"SCMP_ACT_KILL_PROCESS", SR_SCMP_KILL_PROCESS},
+	{"SCMP_ACT_KILL_THREAD", SR_SCMP_KILL_THREAD},
+	{"SCMP_ACT_KILL", SR_SCMP_KILL_THREAD}, /* libseccomp's alias */
+	{"SCMP_ACT_TRAP", SR_SCMP_TRAP},
+	{"SCMP_ACT_LOG", SR_SCMP_LOG},
+};
+
+static const char *const op_names[] = {
+	[SR_CMP_NE] = "SCMP_CMP_NE", [SR_CMP_LT] = "SCMP_CMP_LT",
+	[SR_CMP_LE] = "SCMP_CMP_LE", [SR_CMP_EQ] = "SCMP_CMP_EQ",
+	[SR_CMP_GE] = "SCMP_CMP_GE", [SR_CMP_GT] = "SCMP_CMP_GT",
+	[SR_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
+};
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
+{
+	char msg[SR_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (c->origin && *c->origin)
+		sr_fail(c->err, 0, "%s: %s: %s", c->origin, path, msg);
+	else
+		sr_fail(c->err, 0, "%s: %s", path, msg);
+	if (c->err)
+		c->err->errnum = EINVAL;
+	return -1;
+}
+
+/* The JSON text of v, shortened to fit an error message. */
+static void show(const cJSON *v, char *buf, size_t n)
+{
+	char *s = cJSON_PrintUnformatted(v);
+
+	if (!s)
+		snprintf(buf, n, "(value)");
+	else if (strlen(s) < n)
+		snprintf(buf, n, "%s", s);
+	else
+		snprintf(buf, n, "%.*s...", (int)(n - 4), s);
+	free(s);
+}
+
+static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* "<path>: <value> <what is wrong with it>" */
+static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
+{
+	char shown[SHOW_MAX], msg[SR_ERROR_MSG_MAX];
+	va_list ap;
+
+	show(v, shown, sizeof shown);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return bad(c, path, "%s %s", shown, msg);
+}
+
+static int bad_type(const struct ctx *c, const char *path, const cJSON *v, const char *want)
+{
+	char shown[SHOW_MAX];
+
+	if (cJSON_IsObject(v) && v->child)
+		snprintf(shown, sizeof shown, "an object");
+	else if (cJSON_IsArray(v) && v->child)
+		snprintf(shown, sizeof shown, "an array");
+	else
+		show(v, shown, sizeof shown);
+	return bad(c, path, "expected %s, got %s", want, shown);
+}
+
+/* buf = a b c, cut to PATH_BUF: paths only go into messages. */
+static void path_cat(char *buf, const char *a, const char *b, const char *c)
+{
+	const char *parts[] = {a, b, c};
+	size_t n = 0;
+
+	for (size_t i = 0; i < 3; i++)
+		for (const char *q = parts[i]; *q && n < PATH_BUF - 1; q++)
+			buf[n++] = *q;
+	buf[n] = '\0';
+}
+
+static void path_key(char *buf, const char *parent, const char *key)
+{
+	path_cat(buf, parent, ".", key);
+}
+
+static void path_index(char *buf, const char *parent, size_t i)
+{
+	char idx[32];
+
+	snprintf(idx, sizeof idx, "[%zu]", i);
+	path_cat(buf, parent, idx, "");
+}
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void seccomp_free(sr_seccomp_policy *s)
+{
+	for (size_t i = 0; s->rules && i < s->n_rules; i++)
+		strv_free(s->rules[i].names, s->rules[i].n_names);
+	free(s->rules);
+	s->rules = NULL;
+	s->n_rules = 0;
+}
+
+static int replace_str(char **dst, const char *src)
+{
+	char *s = strdup(src);
+
+	if (!s)
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int oom(const struct ctx *c)
+{
+	return sr_fail(c->err, ENOMEM, "%s: read policy", c->origin ? c->origin : "policy");
+}
+
+static void join_names(char *buf, size_t n, const char *const *names, size_t count)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < count && used < n; i++) {
+		int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", names[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static const struct preset *find_preset(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_LEN(presets); i++)
+		if (strcmp(presets[i].name, name) == 0)
+			return &presets[i];
+	return NULL;
+}
+
+static void preset_names(char *buf, size_t n)
+{
+	const char *names[ARRAY_LEN(presets)];
+
+	for (size_t i = 0; i < ARRAY_LEN(presets); i++)
+		names[i] = presets[i].name;
+	join_names(buf, n, names, ARRAY_LEN(presets));
+}
+
+/* ---- sizes and durations ---------------------------------------------------- */
+
+/* A decimal "12" or "12.5": at most 6 fraction digits count (the rest are
+ * cut), so frac * unit never overflows for units up to 2^40. */
+struct decimal {
+	uint64_t whole, frac, frac_scale;
+	int has_dot;
+};
+
+static const char *parse_decimal(const char *s, struct decimal *d)
+{
+	*d = (struct decimal){0, 0, 1, 0};
+	if (!isdigit((unsigned char)*s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++)
+		if (__builtin_mul_overflow(d->whole, 10, &d->whole) ||
+		    __builtin_add_overflow(d->whole, (uint64_t)(*s - '0'), &d->whole))
+			return NULL;
+	if (*s != '.')
+		return s;
+	d->has_dot = 1;
+	if (!isdigit((unsigned char)*++s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++)
+		if (d->frac_scale < 1000000) {
+			d->frac = d->frac * 10 + (uint64_t)(*s - '0');
+			d->frac_scale *= 10;
+		}
+	return s;
+}
+
+static int scale_decimal(const struct decimal *d, uint64_t unit, uint64_t *out)
+{
+	uint64_t v;
+
+	if (__builtin_mul_overflow(d->whole, unit, &v) ||
+	    __builtin_add_overflow(v, d->frac * unit / d->frac_scale, &v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int sr_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	struct decimal d;
+	uint64_t unit = 1;
+	const char *p;
+
+	if (!s || !(p = parse_decimal(s, &d)))
+		return -1;
+	const char *u = *p ? strchr(units, tolower((unsigned char)*p)) : NULL;
+	if (u) {
+		unit = 1ULL << (10 * (u - units + 1));
+		p++;
+		if (strcmp(p, "iB") == 0)
+			p += 2;
+	} else if (d.has_dot) {
+		return -1; /* no fractions of a byte */
+	}
+	if (strcmp(p, "B") == 0)
+		p++;
+	if (*p)
+		return -1;
+	return scale_decimal(&d, unit, out);
+}
+
+int sr_parse_duration(const char *s, uint64_t *out_ms)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
+	struct decimal d;
+	const char *p;
+
+	if (!s || !(p = parse_decimal(s, &d)))
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(units); i++)
+		if (strcmp(p, units[i].suffix) == 0)
+			return scale_decimal(&d, units[i].ms, out_ms);
+	return -1;
+}
+
+/* ---- limits -------------------------------------------------------------------- */
+
+static uint64_t limit_get(const sr_limits *l, const struct lim_spec *s)
+{
+	const char *f = (const char *)l + s->off;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (s->width == sizeof v32) {
+		memcpy(&v32, f, sizeof v32);
+		return v32;
+	}
+	memcpy(&v64, f, sizeof v64);
+	return v64;
+}
+
+static void limit_set(sr_limits *l, const struct lim_spec *s, uint64_t v)
+{
+	char *f = (char *)l + s->off;
+	uint32_t v32 = (uint32_t)v; /* range-checked against s->max first */
+
+	if (s->width == sizeof v32)
+		memcpy(f, &v32, sizeof v32);
+	else
+		memcpy(f, &v, sizeof v);
+}
+
+static void fmt_size(uint64_t v, char *buf, size_t n)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t unit = 1ULL << (10 * (4 - i));
+		if (v && v % unit == 0) {
+			snprintf(buf, n, "%llu%c", (unsigned long long)(v / unit), units[i]);
+			return;
+		}
+	}
+	snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+static void fmt_limit(const struct lim_spec *s, uint64_t v, char *buf, size_t n)
+{
+	switch (s->kind) {
+	case LIM_SIZE:
+		fmt_size(v, buf, n);
+		break;
+	case LIM_DURATION:
+		if (v % 3600000 == 0)
+			snprintf(buf, n, "%lluh", (unsigned long long)(v / 3600000));
+		else if (v % 1000 == 0)
+			snprintf(buf, n, "%llus", (unsigned long long)(v / 1000));
+		else
+			snprintf(buf, n, "%llums", (unsigned long long)v);
+		break;
+	case LIM_CPUS:
+		snprintf(buf, n, "%g", (double)v / 1000.0);
+		break;
+	case LIM_COUNT:
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+		break;
+	}
+}
+
+static uint64_t round_u64(double x)
+{
+	return x >= 0x1p64 ? UINT64_MAX : (uint64_t)(x + 0.5);
+}
+
+static const char *const lim_expect[] = {
+	[LIM_DURATION] = "is not a duration (use 20, 20s, 500ms or 2m)",
+	[LIM_CPUS] = "is not a number of CPUs (use 1 or 0.5)",
+	[LIM_SIZE] = "is not a size (use 512M, 1G, or bytes)",
+	[LIM_COUNT] = "is not a whole number",
+};
+
+/* A JSON number: seconds, CPUs, bytes or a count. Negative values come
+ * back as -1 and fail the range check as "too small". */
+static int limit_number(const struct lim_spec *s, double x, uint64_t *out, int *negative)
+{
+	*negative = x < 0 || (s->kind == LIM_CPUS && x == 0);
+	if (*negative)
+		return 0;
+	if (s->kind == LIM_DURATION || s->kind == LIM_CPUS) {
+		*out = round_u64(x * 1000.0);
+		return 0;
+	}
+	if (x != floor(x) || x > JSON_MAX_EXACT)
+		return -1;
+	*out = (uint64_t)x;
+	return 0;
+}
+
+static int limit_value(const struct ctx *c, const char *path, const struct lim_spec *s,
+		       const cJSON *v, uint64_t *out)
+{
+	char bound[32];
+	int negative = 0, rc = -1;
+
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble))
+		rc = limit_number(s, v->valuedouble, out, &negative);
+	else if (cJSON_IsString(v) && s->kind == LIM_SIZE)
+		rc = sr_parse_size(v->valuestring, out);
+	else if (cJSON_IsString(v) && s->kind == LIM_DURATION)
+		rc = sr_parse_duration(v->valuestring, out);
+	if (rc < 0)
+		return bad_value(c, path, v, "%s", lim_expect[s->kind]);
+	if (negative || *out < s->min) {
+		fmt_limit(s, s->min, bound, sizeof bound);
+		return bad_value(c, path, v, "is too small (at least %s)", bound);
+	}
+	if (*out > s->max) {
+		fmt_limit(s, s->max, bound, sizeof bound);
+		return bad_value(c, path, v, "is too large (at most %s)", bound);
+	}
+	return 0;
+}
+
+/* ---- generic object walking -------------------------------------------------- */
+
+/* v must be an object whose keys are all in known (NULL-terminated), each
+ * once. "comment" keys, where known, must be strings and are ignored. */
+static int check_keys(const struct ctx *c, const char *path, const cJSON *v,
+		      const char *const *known)
+{
+	char sub[PATH_BUF], list[256];
+	size_t n_known = 0;
+
+	if (!cJSON_IsObject(v))
+		return bad_type(c, path, v, "an object");
+	while (known[n_known])
+		n_known++;
+	for (const cJSON *k = v->child; k; k = k->next) {
+		size_t i = 0;
+		while (i < n_known && strcmp(known[i], k->string) != 0)
+			i++;
+		path_key(sub, path, k->string);
+		if (i == n_known) {
+			join_names(list, sizeof list, known, n_known);
+			return bad(c, sub, "unknown key (known: %s)", list);
+		}
+		for (const cJSON *j = v->child; j != k; j = j->next)
+			if (strcmp(j->string, k->string) == 0)
+				return bad(c, sub, "appears twice");
+		if (strcmp(k->string, "comment") == 0 && !cJSON_IsString(k))
+			return bad_type(c, sub, k, "a string");
+	}
+	return 0;
+}
+
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+static int want_string(const struct ctx *c, const char *path, const cJSON *v)
+{
+	return cJSON_IsString(v) ? 0 : bad_type(c, path, v, "a string");
+}
+
+/* A whole JSON number 0..max, or (with strings) "123" or "0x7b" for the
+ * full 64 bits JSON numbers cannot carry exactly. */
+static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max,
+		   int strings, uint64_t *out)
+{
+	if (cJSON_IsNumber(v)) {
+		double x = v->valuedouble;
+		if (!isfinite(x) || x < 0 || x != floor(x) || x > JSON_MAX_EXACT || (uint64_t)x > max)
+			return bad_value(c, path, v, "is not a whole number from 0 to %llu",
+					 (unsigned long long)max);
+		*out = (uint64_t)x;
+		return 0;
+	}
+	if (!strings || !cJSON_IsString(v))
+		return bad_type(c, path, v, strings ? "a number or a string like \"0xff\"" : "a whole number");
+	const char *s = v->valuestring;
+	int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	const char *digits = hex ? s + 2 : s;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(digits, &end, hex ? 16 : 10);
+	if (!(hex ? isxdigit((unsigned char)*digits) : isdigit((unsigned char)*digits)) || *end ||
+	    errno || x > max)
+		return bad_value(c, path, v, "is not an unsigned 64-bit number (use 123 or \"0x7b\")");
+	*out = x;
+	return 0;
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+static int parse_limits(const struct ctx *c, const cJSON *obj, sr_limits *l)
+{
+	static const char *const keys[] = {"wall_time", "cpus", "memory", "swap", "pids",
+					   "tmpfs", "output", "open_files", "comment", NULL};
+	char path[PATH_BUF];
+	uint64_t v;
+
+	if (check_keys(c, "policy.limits", obj, keys) < 0)
+		return -1;
+	for (size_t i = 0; i < N_LIMITS; i++) {
+		const cJSON *item = get(obj, lim_specs[i].key);
+		if (!item)
+			continue;
+		path_key(path, "policy.limits", lim_specs[i].key);
+		if (limit_value(c, path, &lim_specs[i], item, &v) < 0)
+			return -1;
+		limit_set(l, &lim_specs[i], v);
+	}
+	return 0;
+}
+
+static int parse_preset(const struct ctx *c, const cJSON *v, sr_policy *p)
+{
+	char list[64];
+
+	if (want_string(c, "policy.preset", v) < 0)
+		return -1;
+	const struct preset *ps = find_preset(v->valuestring);
+	if (!ps) {
+		preset_names(list, sizeof list);
+		return bad_value(c, "policy.preset", v, "is not a preset (known: %s)", list);
+	}
+	if (replace_str(&p->preset, ps->name) < 0)
+		return oom(c);
+	p->limits = ps->limits;
+	return 0;
+}
+
+/* Absolute, normalized (no "", "." or ".." components), printable. */
+static int check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
+{
+	if (want_string(c, path, v) < 0)
+		return -1;
+	const char *s = v->valuestring;
+	if (s[0] != '/')
+		return bad_value(c, path, v, "must be an absolute path");
+	if (strlen(s) > 4095)
+		return bad(c, path, "is longer than 4095 bytes");
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return bad_value(c, path, v, "contains a control character");
+	if (s[1] == '\0')
+		return 0;
+	for (const char *comp = s + 1;; comp++) {
+		size_t len = strcspn(comp, "/");
+		if (len == 0)
+			return bad_value(c, path, v, "must not contain empty components (// or a trailing /)");
+		if ((len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
+			return bad_value(c, path, v, "must not contain . or .. components");
+		comp += len;
+		if (*comp == '\0')
+			return 0;
+	}
+}
+
+static int parse_writable(const struct ctx *c, const cJSON *arr, sr_policy *p)
+{
+	static const char *const base = "policy.filesystem.writable";
+	char path[PATH_BUF];
+	char **v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, base, arr, "an array of absolute paths");
+	if (cJSON_GetArraySize(arr) > MAX_WRITABLE)
+		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), MAX_WRITABLE);
+	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
+	if (!v)
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next, n++) {
+		path_index(path, base, n);
+		if (check_abs_path(c, path, it) < 0)
+			goto out;
+		if (strcmp(it->valuestring, "/") == 0) {
+			bad(c, path, "\"/\" cannot be writable (the root stays read-only)");
+			goto out;
+		}
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(v[j], it->valuestring) == 0) {
+				bad_value(c, path, it, "is listed twice");
+				goto out;
+			}
+		if (!(v[n] = strdup(it->valuestring))) {
+			oom(c);
+			goto out;
+		}
+	}
+	strv_free(p->writable, p->n_writable);
+	p->writable = v;
+	p->n_writable = n;
+	v = NULL;
+	rc = 0;
+out:
+	strv_free(v, n);
+	return rc;
+}
+
+static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
+{
+	if (want_string(c, path, v) < 0)
+		return -1;
+	size_t len = strlen(v->valuestring);
+	if (len == 0 || len > 64 || strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
+		return bad_value(c, path, v,
+				 "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, minimal, datascience)");
+	return 0;
+}
+
+static int parse_filesystem(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = {"profile", "workdir", "writable", "comment", NULL};
+	const cJSON *v;
+
+	if (check_keys(c, "policy.filesystem", obj, keys) < 0)
+		return -1;
+	if ((v = get(obj, "profile"))) {
+		if (check_profile(c, "policy.filesystem.profile", v) < 0)
+			return -1;
+		if (replace_str(&p->profile, v->valuestring) < 0)
+			return oom(c);
+	}
+	if ((v = get(obj, "workdir"))) {
+		if (check_abs_path(c, "policy.filesystem.workdir", v) < 0)
+			return -1;
+		if (replace_str(&p->workdir, v->valuestring) < 0)
+			return oom(c);
+	}
+	if ((v = get(obj, "writable")) && parse_writable(c, v, p) < 0)
+		return -1;
+	return 0;
+}
+
+static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = {"mode", "comment", NULL};
+	const cJSON *v;
+
+	if (check_keys(c, "policy.network", obj, keys) < 0)
+		return -1;
+	if (!(v = get(obj, "mode")))
+		return 0;
+	if (want_string(c, "policy.network.mode", v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "none") != 0)
+		return bad_value(c, "policy.network.mode", v, "is not a network mode (known: none)");
+	p->net_mode = SR_NET_NONE;
+	return 0;
+}
+
+static char *env_entry(const struct ctx *c, const cJSON *it)
+{
+	static const char *const base = "policy.environment";
+	char path[PATH_BUF], key[SHOW_MAX];
+	char *kv;
+
+	if (it->string[0] == '\0' || strchr(it->string, '=')) {
+		snprintf(key, sizeof key, "%s", it->string);
+		bad(c, base, "\"%s\" is not a variable name (it must be non-empty, without =)", key);
+		return NULL;
+	}
+	path_key(path, base, it->string);
+	if (want_string(c, path, it) < 0)
+		return NULL;
+	if (strlen(it->string) + 1 + strlen(it->valuestring) > MAX_ENV_ENTRY) {
+		bad(c, path, "is too long (at most %d bytes with its name)", MAX_ENV_ENTRY);
+		return NULL;
+	}
+	if (asprintf(&kv, "%s=%s", it->string, it->valuestring) < 0) {
+		oom(c);
+		return NULL;
+	}
+	return kv;
+}
+
+static int parse_env(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const base = "policy.environment";
+	int n_items = cJSON_GetArraySize(obj);
+	char **v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (!cJSON_IsObject(obj))
+		return bad_type(c, base, obj, "an object of strings");
+	if (n_items > MAX_ENV)
+		return bad(c, base, "%d variables, at most %d", n_items, MAX_ENV);
+	v = calloc((size_t)n_items + 1, sizeof *v);
+	if (!v)
+		return oom(c);
+	for (const cJSON *it = obj->child; it; it = it->next) {
+		for (const cJSON *j = obj->child; j != it; j = j->next)
+			if (strcmp(j->string, it->string) == 0) {
+				char path[PATH_BUF];
+				path_key(path, base, it->string);
+				bad(c, path, "appears twice");
+				goto out;
+			}
+		if (!(v[n] = env_entry(c, it)))
+			goto out;
+		n++;
+	}
+	strv_free(p->env, p->n_env);
+	p->env = v;
+	p->n_env = n;
+	v = NULL;
+	rc = 0;
+out:
+	strv_free(v, n);
+	return rc;
+}
+
+/* ---- seccomp ------------------------------------------------------------------- */
+
+/* obj[akey] names the action; obj[ekey], only for SCMP_ACT_ERRNO, the errno. */
+static int parse_action(const struct ctx *c, const char *path, const cJSON *obj, const char *akey,
+			const char *ekey, sr_seccomp_action *out)
+{
+	const char *names[ARRAY_LEN(actions)];
+	char sub[PATH_BUF], list[256];
+	const cJSON *act = get(obj, akey), *errno_ret = get(obj, ekey);
+	size_t i = 0;
+	uint64_t e = 1; /* EPERM when errnoRet is omitted, as in the OCI spec */
+
+	if (!act)
+		return bad(c, path, "missing \"%s\"", akey);
+	path_key(sub, path, akey);
+	if (want_string(c, sub, act) < 0)
+		return -1;
+	while (i < ARRAY_LEN(actions) && strcmp(actions[i].name, act->valuestring) != 0)
+		i++;
+	if (i == ARRAY_LEN(actions)) {
+		for (size_t j = 0; j < ARRAY_LEN(actions); j++)
+			names[j] = actions[j].name;
+		join_names(list, sizeof list, names, ARRAY_LEN(actions));
+		return bad_value(c, sub, act, "is not an action (known: %s)", list);
+	}
+	path_key(sub, path, ekey);
+	if (errno_ret && actions[i].kind != SR_SCMP_ERRNO)
+		return bad(c, sub, "only applies to SCMP_ACT_ERRNO");
+	if (errno_ret && get_u64(c, sub, errno_ret, MAX_ERRNO_RET, 0, &e) < 0)
+		return -1;
+	*out = (sr_seccomp_action){actions[i].kind, actions[i].kind == SR_SCMP_ERRNO ? (uint32_t)e : 0};
+	return 0;
+}
+
+static int parse_op(const struct ctx *c, const char *path, const cJSON *v, sr_seccomp_op *out)
+{
+	char list[256];
+
+	if (want_string(c, path, v) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(op_names); i++)
+		if (strcmp(op_names[i], v->valuestring) == 0) {
+			*out = (sr_seccomp_op)i;
+			return 0;
+		}
+	join_names(list, sizeof list, op_names, ARRAY_LEN(op_names));
+	return bad_value(c, path, v, "is not an operator (known: %s)", list);
+}
+
+static int parse_arg(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_arg *a)
+{
+	static const char *const keys[] = {"index", "value", "valueTwo", "op", "comment", NULL};
+	static const char *const required[] = {"index", "value", "op"};
+	char sub[PATH_BUF];
+	uint64_t index;
+	const cJSON *v;
+
+	if (check_keys(c, path, obj, keys) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(required); i++)
+		if (!get(obj, required[i]))
+			return bad(c, path, "missing \"%s\"", required[i]);
+	path_key(sub, path, "index");
+	if (get_u64(c, sub, get(obj, "index"), SR_SECCOMP_MAX_ARGS - 1, 0, &index) < 0)
+		return -1;
+	a->index = (uint32_t)index;
+	path_key(sub, path, "value");
+	if (get_u64(c, sub, get(obj, "value"), UINT64_MAX, 1, &a->value) < 0)
+		return -1;
+	a->value_two = 0;
+	path_key(sub, path, "valueTwo");
+	if ((v = get(obj, "valueTwo")) && get_u64(c, sub, v, UINT64_MAX, 1, &a->value_two) < 0)
+		return -1;
+	path_key(sub, path, "op");
+	return parse_op(c, sub, get(obj, "op"), &a->op);
+}
+
+static int parse_args(const struct ctx *c, const char *path, const cJSON *arr, sr_seccomp_rule *r)
+{
+	char sub[PATH_BUF], index_path[PATH_BUF];
+	int n = cJSON_GetArraySize(arr);
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, path, arr, "an array of argument comparisons");
+	if (n > SR_SECCOMP_MAX_ARGS)
+		return bad(c, path, "%d comparisons, at most %d", n, SR_SECCOMP_MAX_ARGS);
+	for (const cJSON *it = arr->child; it; it = it->next) {
+		path_index(sub, path, r->n_args);
+		sr_seccomp_arg *a = &r->args[r->n_args];
+		if (parse_arg(c, sub, it, a) < 0)
+			return -1;
+		for (size_t j = 0; j < r->n_args; j++)
+			if (r->args[j].index == a->index) {
+				path_key(index_path, sub, "index");
+				return bad(c, index_path,
+					   "argument %u is already compared in this rule (libseccomp takes one comparison per argument: split the rule)",
+					   a->index);
+			}
+		r->n_args++;
+	}
+	return 0;
+}
+
+static int parse_names(const struct ctx *c, const char *path, const cJSON *arr, sr_seccomp_rule *r)
+{
+	char sub[PATH_BUF];
+	int n = cJSON_GetArraySize(arr);
+
+	if (!cJSON_IsArray(arr) || n == 0)
+		return bad_type(c, path, arr, "a non-empty array of syscall names");
+	r->names = calloc((size_t)n, sizeof *r->names);
+	if (!r->names)
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next) {
+		path_index(sub, path, r->n_names);
+		if (want_string(c, sub, it) < 0)
+			return -1;
+		if (sr_seccomp_known(it->valuestring) < 0)
+			return bad_value(c, sub, it, "is not a syscall libseccomp knows");
+		if (!(r->names[r->n_names] = strdup(it->valuestring)))
+			return oom(c);
+		r->n_names++;
+	}
+	return 0;
+}
+
+static int parse_rule(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_rule *r)
+{
+	static const char *const keys[] = {"names", "action", "errnoRet", "args", "comment", NULL};
+	char sub[PATH_BUF];
+	const cJSON *v;
+
+	if (check_keys(c, path, obj, keys) < 0)
+		return -1;
+	if (!get(obj, "names"))
+		return bad(c, path, "missing \"names\"");
+	path_key(sub, path, "names");
+	if (parse_names(c, sub, get(obj, "names"), r) < 0)
+		return -1;
+	if (parse_action(c, path, obj, "action", "errnoRet", &r->action) < 0)
+		return -1;
+	path_key(sub, path, "args");
+	if ((v = get(obj, "args")) && parse_args(c, sub, v, r) < 0)
+		return -1;
+	return 0;
+}
+
+static int parse_rules(const struct ctx *c, const cJSON *arr, sr_seccomp_policy *s)
+{
+	static const char *const base = "policy.seccomp.syscalls";
+	char path[PATH_BUF];
+	int n = cJSON_GetArraySize(arr);
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, base, arr, "an array of rules");
+	if (n > MAX_RULES)
+		return bad(c, base, "%d rules, at most %d", n, MAX_RULES);
+	s->rules = calloc((size_t)n + 1, sizeof *s->rules);
+	if (!s->rules)
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next) {
+		path_index(path, base, s->n_rules);
+		/* counted first, so a half-parsed rule is freed with the rest */
+		sr_seccomp_rule *r = &s->rules[s->n_rules++];
+		if (parse_rule(c, path, it, r) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One name of one rule, for finding rules that libseccomp would merge. */
+struct name_ref {
+	const char *name;
+	size_t rule, index;
+};
+
+static int cmp_name_ref(const void *a, const void *b)
+{
+	const struct name_ref *x = a, *y = b;
+	int d = strcmp(x->name, y->name);
+
+	if (d)
+		return d;
+	return x->rule < y->rule ? -1 : x->rule > y->rule;
+}
+
+static int same_action(sr_seccomp_action a, sr_seccomp_action b)
+{
+	return a.kind == b.kind && (a.kind != SR_SCMP_ERRNO || a.errno_ret == b.errno_ret);
+}
+
+/* A rule without args for a syscall wins over every other rule for it:
+ * libseccomp silently drops the others' conditions, or keeps the first
+ * action. Refuse such policies rather than compile a different filter. */
+static int check_group(const struct ctx *c, const sr_seccomp_policy *s, const struct name_ref *g,
+		       size_t n)
+{
+	char path[PATH_BUF];
+	size_t u = 0;
+
+	while (u < n && s->rules[g[u].rule].n_args != 0)
+		u++;
+	if (u == n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const sr_seccomp_rule *r = &s->rules[g[i].rule];
+		const struct name_ref *later = g[i].rule > g[u].rule ? &g[i] : &g[u];
+		const size_t other = later == &g[i] ? g[u].rule : g[i].rule;
+		if (i == u)
+			continue;
+		snprintf(path, sizeof path, "policy.seccomp.syscalls[%zu].names[%zu]", later->rule, later->index);
+		if (r->n_args)
+			return bad(c, path,
+				   "\"%s\" has a rule with args and one without (syscalls[%zu]); libseccomp would ignore the args: give every rule for it args",
+				   g[i].name, other);
+		if (!same_action(r->action, s->rules[g[u].rule].action))
+			return bad(c, path, "\"%s\" already has a rule with a different action (syscalls[%zu])",
+				   g[i].name, other);
+	}
+	return 0;
+}
+
+static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
+{
+	size_t n = 0, k = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < s->n_rules; i++)
+		n += s->rules[i].n_names;
+	struct name_ref *refs = calloc(n + 1, sizeof *refs);
+	if (!refs)
+		return oom(c);
+	for (size_t i = 0; i < s->n_rules; i++)
+		for (size_t j = 0; j < s->rules[i].n_names; j++)
+			refs[k++] = (struct name_ref){s->rules[i].names[j], i, j};
+	qsort(refs, n, sizeof *refs, cmp_name_ref);
+	for (size_t i = 0, end; rc == 0 && i < n; i = end) {
+		end = i + 1;
+		while (end < n && strcmp(refs[end].name, refs[i].name) == 0)
+			end++;
+		rc = check_group(c, s, &refs[i], end - i);
+	}
+	free(refs);
+	return rc;
+}
+
+/* Compiling catches what the checks above cannot see, e.g. two rules with
+ * the same args and different actions. */
+static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
+{
+	sr_error e = {0};
+	sr_bpf prog;
+
+	if (sr_seccomp_compile(s, &prog, &e) == 0) {
+		sr_bpf_free(&prog);
+		return 0;
+	}
+	if (c->origin && *c->origin)
+		sr_fail(c->err, 0, "%s: %s", c->origin, e.msg);
+	else
+		sr_fail(c->err, 0, "%s", e.msg);
+	if (c->err)
+		c->err->errnum = e.errnum;
+	return -1;
+}
+
+static int parse_seccomp(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = {"defaultAction", "defaultErrnoRet", "syscalls", "comment", NULL};
+	sr_seccomp_policy s = {0};
+	const cJSON *v;
+	int rc = -1;
+
+	if (check_keys(c, "policy.seccomp", obj, keys) < 0)
+		return -1;
+	if (parse_action(c, "policy.seccomp", obj, "defaultAction", "defaultErrnoRet", &s.default_action) < 0)
+		goto out;
+	if ((v = get(obj, "syscalls")) && parse_rules(c, v, &s) < 0)
+		goto out;
+	if (check_conflicts(c, &s) < 0 || (c->compile && check_compiles(c, &s) < 0))
+		goto out;
+	seccomp_free(&p->seccomp);
+	p->seccomp = s;
+	s = (sr_seccomp_policy){0};
+	rc = 0;
+out:
+	seccomp_free(&s);
+	return rc;
+}
+
+/* ---- documents ------------------------------------------------------------------ */
+
+static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON **out)
+{
+	const char *end = NULL;
+	int trailing = 0;
+
+	if (len > POLICY_MAX_BYTES)
+		return bad(c, "policy", "%zu bytes, at most %u", len, POLICY_MAX_BYTES);
+	*out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (*out) {
+		while (end < text + len && isspace((unsigned char)*end))
+			end++;
+		if (end == text + len)
+			return 0;
+		cJSON_Delete(*out);
+		*out = NULL;
+		trailing = 1;
+	}
+	if (!end || end < text || end > text + len)
+		end = text + len;
+	size_t line = 1, col = 1;
+	for (const char *q = text; q < end; q++, col++)
+		if (*q == '\n') {
+			line++;
+			col = 0;
+		}
+	return bad(c, "policy", "%s at line %zu, column %zu (byte %zu)",
+		   trailing ? "unexpected text after the JSON document" : "malformed JSON", line, col,
+		   (size_t)(end - text));
+}
+
+static int check_workdir(const struct ctx *c, const sr_policy *p)
+{
+	for (size_t i = 0; i < p->n_writable; i++)
+		if (strcmp(p->writable[i], p->workdir) == 0)
+			return 0;
+	return bad(c, "policy.filesystem.workdir",
+		   "\"%s\" is not among policy.filesystem.writable (add it there)", p->workdir);
+}
+
+static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
+{
+	static const char *const keys[] = {"preset", "limits", "filesystem", "network",
+					   "environment", "seccomp", "comment", NULL};
+	const cJSON *v;
+
+	if (check_keys(c, "policy", root, keys) < 0)
+		return -1;
+	if ((v = get(root, "preset")) && parse_preset(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "limits")) && parse_limits(c, v, &p->limits) < 0)
+		return -1;
+	if ((v = get(root, "filesystem")) && parse_filesystem(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "network")) && parse_network(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "environment")) && parse_env(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "seccomp")) && parse_seccomp(c, v, p) < 0)
+		return -1;
+	if (!p->workdir || !p->profile || !p->seccomp.rules)
+		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
+	return check_workdir(c, p);
+}
+
+/* Parse text and apply it to p, in place. */
+static int load_over(const struct ctx *c, const char *text, size_t len, sr_policy *p)
+{
+	cJSON *root = NULL;
+	int rc = parse_text(c, text, len, &root);
+
+	if (rc == 0)
+		rc = apply_document(c, root, p);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- public API -------------------------------------------------------------------- */
+
+void sr_policy_free(sr_policy *p)
+{
+	if (!p)
+		return;
+	free(p->name);
+	free(p->preset);
+	free(p->profile);
+	free(p->workdir);
+	strv_free(p->writable, p->n_writable);
+	strv_free(p->env, p->n_env);
+	seccomp_free(&p->seccomp);
+	free(p);
+}
+
+static sr_policy *policy_new(const char *name)
+{
+	sr_policy *p = calloc(1, sizeof *p);
+
+	if (!p || !(p->name = strdup(name))) {
+		free(p);
+		return NULL;
+	}
+	p->limits = find_preset("medium")->limits;
+	p->net_mode = SR_NET_NONE;
+	return p;
+}
+
+int sr_policy_default(sr_policy **out, sr_error *err)
+{
+	/* the embedded default is compiled by the unit tests, not on every load */
+	const struct ctx c = {"default policy", err, 0};
+	sr_policy *p = policy_new("default");
+
+	*out = NULL;
+	if (!p)
+		return sr_fail(err, ENOMEM, "allocate the default policy");
+	if (load_over(&c, (const char *)sr_embedded_default_policy, sr_embedded_default_policy_len, p) < 0) {
+		sr_policy_free(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_policy **out,
+			sr_error *err)
+{
+	const struct ctx c = {origin, err, 1};
+	sr_policy *p = NULL;
+
+	*out = NULL;
+	if (sr_policy_default(&p, err) < 0)
+		return -1;
+	if (replace_str(&p->name, origin && *origin ? origin : "policy") < 0) {
+		sr_policy_free(p);
+		return oom(&c);
+	}
+	if (load_over(&c, text ? text : "", text ? len : 0, p) < 0) {
+		sr_policy_free(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+static int read_small_file(const char *path, char **out, size_t *len, sr_error *err)
+{
+	int rc = -1;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return sr_fail(err, errno, "open policy %s", path);
+	buf = malloc(POLICY_MAX_BYTES + 1);
+	if (!buf) {
+		sr_fail(err, ENOMEM, "read policy %s", path);
+		goto out;
+	}
+	while (got <= POLICY_MAX_BYTES) {
+		ssize_t n = read(fd, buf + got, POLICY_MAX_BYTES + 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			sr_fail(err, errno, "read policy %s", path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	*out = buf;
+	*len = got;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	*out = NULL;
+	if (read_small_file(path, &text, &len, err) < 0)
+		return -1;
+	int rc = sr_policy_load_json(text, len, path, out, err);
+	free(text);
+	return rc;
+}
+
+int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err)
+{
+	char list[64];
+	const struct preset *ps = name ? find_preset(name) : NULL;
+
+	if (!ps) {
+		preset_names(list, sizeof list);
+		sr_fail(err, 0, "preset \"%s\" is unknown (known: %s)", name ? name : "(null)", list);
+		if (err)
+			err->errnum = EINVAL;
+		return -1;
+	}
+	if (replace_str(&p->preset, ps->name) < 0)
+		return sr_fail(err, ENOMEM, "apply preset %s", name);
+	p->limits = ps->limits;
+	return 0;
+}
+
+int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+	char *copy;
+
+	if (!eq || eq == kv) {
+		sr_fail(err, 0, "environment entry \"%s\" is not KEY=VALUE", kv ? kv : "(null)");
+		if (err)
+			err->errnum = EINVAL;
+		return -1;
+	}
+	size_t klen = (size_t)(eq - kv) + 1; /* with the '=' */
+	if (!(copy = strdup(kv)))
+		return sr_fail(err, ENOMEM, "set %s", kv);
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strncmp(p->env[i], kv, klen) == 0) {
+			free(p->env[i]);
+			p->env[i] = copy;
+			return 0;
+		}
+	char **env = realloc(p->env, (p->n_env + 2) * sizeof *env);
+	if (!env) {
+		free(copy);
+		return sr_fail(err, ENOMEM, "set %s", kv);
+	}
+	env[p->n_env++] = copy;
+	env[p->n_env] = NULL;
+	p->env = env;
+	return 0;
+}
+
+/* ---- to JSON ------------------------------------------------------------------------ */
+
+static const char *action_name(sr_seccomp_action_kind k)
+{
+	for (size_t i = 0; i < ARRAY_LEN(actions); i++)
+		if (actions[i].kind == k)
+			return actions[i].name;
+	return "SCMP_ACT_KILL_PROCESS";
+}
+
+/* Numbers up to 2^53 as numbers, larger ones as "0x..." strings. */
+static cJSON *u64_json(uint64_t v)
+{
+	char hex[24];
+
+	if ((double)v <= JSON_MAX_EXACT)
+		return cJSON_CreateNumber((double)v);
+	snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
+	return cJSON_CreateString(hex);
+}
+
+static int add_action(cJSON *obj, sr_seccomp_action a, const char *akey, const char *ekey)
+{
+	if (!cJSON_AddStringToObject(obj, akey, action_name(a.kind)))
+		return -1;
+	if (a.kind == SR_SCMP_ERRNO && !cJSON_AddNumberToObject(obj, ekey, a.errno_ret))
+		return -1;
+	return 0;
+}
+
+static cJSON *arg_json(const sr_seccomp_arg *a)
+{
+	cJSON *o = cJSON_CreateObject();
+	int ok = o && cJSON_AddNumberToObject(o, "index", a->index) &&
+		 cJSON_AddItemToObject(o, "value", u64_json(a->value)) &&
+		 cJSON_AddItemToObject(o, "valueTwo", u64_json(a->value_two)) &&
+		 (unsigned)a->op < ARRAY_LEN(op_names) && cJSON_AddStringToObject(o, "op", op_names[a->op]);
+
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *rule_json(const sr_seccomp_rule *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *names = cJSON_AddArrayToObject(o, "names");
+	int ok = names && add_action(o, r->action, "action", "errnoRet") == 0;
+
+	for (size_t i = 0; ok && i < r->n_names; i++)
+		ok = cJSON_AddItemToArray(names, cJSON_CreateString(r->names[i]));
+	cJSON *args = ok && r->n_args ? cJSON_AddArrayToObject(o, "args") : NULL;
+	ok = ok && (r->n_args == 0 || args);
+	for (size_t i = 0; ok && i < r->n_args; i++)
+		ok = cJSON_AddItemToArray(args, arg_json(&r->args[i]));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int add_seccomp(cJSON *root, const sr_seccomp_policy *s)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "seccomp");
+	cJSON *rules = NULL;
+
+	if (!o || add_action(o, s->default_action, "defaultAction", "defaultErrnoRet") < 0 ||
+	    !(rules = cJSON_AddArrayToObject(o, "syscalls")))
+		return -1;
+	for (size_t i = 0; i < s->n_rules; i++)
+		if (!cJSON_AddItemToArray(rules, rule_json(&s->rules[i])))
+			return -1;
+	return 0;
+}
+
+static cJSON *limit_json(const struct lim_spec *s, uint64_t v)
+{
+	if (s->kind == LIM_DURATION || s->kind == LIM_CPUS)
+		return cJSON_CreateNumber((double)v / 1000.0);
+	return cJSON_CreateNumber((double)v);
+}
+
+static int add_limits(cJSON *root, const sr_limits *l)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "limits");
+
+	if (!o)
+		return -1;
+	for (size_t i = 0; i < N_LIMITS; i++)
+		if (!cJSON_AddItemToObject(o, lim_specs[i].key, limit_json(&lim_specs[i], limit_get(l, &lim_specs[i]))))
+			return -1;
+	return 0;
+}
+
+static int add_filesystem(cJSON *root, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "filesystem");
+	cJSON *w = NULL;
+
+	if (!o || !cJSON_AddStringToObject(o, "profile", p->profile ? p->profile : "") ||
+	    !cJSON_AddStringToObject(o, "workdir", p->workdir ? p->workdir : "") ||
+	    !(w = cJSON_AddArrayToObject(o, "writable")))
+		return -1;
+	for (size_t i = 0; i < p->n_writable; i++)
+		if (!cJSON_AddItemToArray(w, cJSON_CreateString(p->writable[i])))
+			return -1;
+	return 0;
+}
+
+static int add_env(cJSON *root, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "environment");
+
+	if (!o)
+		return -1;
+	for (size_t i = 0; i < p->n_env; i++) {
+		char *key = strdup(p->env[i]);
+		char *eq = key ? strchr(key, '=') : NULL;
+		int ok = eq != NULL;
+		if (ok) {
+			*eq = '\0';
+			ok = cJSON_AddStringToObject(o, key, eq + 1) != NULL;
+		}
+		free(key);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+static int add_network(cJSON *root, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "network");
+
+	(void)p->net_mode; /* SR_NET_NONE is the only mode */
+	return o && cJSON_AddStringToObject(o, "mode", "none") ? 0 : -1;
+}
+
+char *sr_policy_to_json(const sr_policy *p)
+{
+	char *text = NULL;
+	cJSON *root = cJSON_CreateObject();
+
+	if (!root)
+		return NULL;
+	if (p->preset && !cJSON_AddStringToObject(root, "preset", p->preset))
+		goto out;
+	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
+	    add_network(root, p) < 0 || add_env(root, p) < 0 || add_seccomp(root, &p->seccomp) < 0)
+		goto out;
+	text = cJSON_Print(root);
+out:
+	cJSON_Delete(root);
+	return text;
+}

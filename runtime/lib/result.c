@@ -1,0 +1,105 @@
+/* The result of a run and its JSON form (documented in docs/result.md). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "saferun.h"
+#include "util.h"
+
+static const char *const status_names[] = {
+	[SR_STATUS_OK] = "ok",
+	[SR_STATUS_ERROR] = "error",
+	[SR_STATUS_TIMEOUT] = "timeout",
+	[SR_STATUS_OOM] = "oom",
+	[SR_STATUS_PIDS] = "pids",
+	[SR_STATUS_OUTPUT_LIMIT] = "output_limit",
+	[SR_STATUS_KILLED] = "killed",
+	[SR_STATUS_REJECTED] = "rejected",
+	[SR_STATUS_INTERNAL_ERROR] = "internal_error",
+};
+
+const char *sr_status_name(sr_status s)
+{
+	return (unsigned)s < sizeof status_names / sizeof *status_names ? status_names[s] : "unknown";
+}
+
+void sr_result_free(sr_result *res)
+{
+	free(res->out.data);
+	free(res->err.data);
+	free(res->merged.data);
+	res->out = res->err = res->merged = (sr_buf){ 0 };
+}
+
+/* JSON strings must be UTF-8: bytes that are not become U+FFFD, as
+ * Python's errors="replace" would show them. */
+static cJSON *text(const sr_buf *b)
+{
+	const unsigned char *s = (const unsigned char *)(b->data ? b->data : "");
+	size_t len = b->len;
+	char *clean = malloc(len * 3 + 1), *o = clean;
+	if (!clean)
+		return cJSON_CreateString("");
+	for (size_t i = 0; i < len;) {
+		size_t n = sr_utf8_seq(s + i, len - i);
+		if (n && !(n == 1 && s[i] == 0)) {
+			memcpy(o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	*o = '\0';
+	cJSON *j = cJSON_CreateString(clean);
+	free(clean);
+	return j;
+}
+
+static cJSON *limits_json(const sr_limits *l)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "wall_time_ms", (double)l->wall_ms);
+	cJSON_AddNumberToObject(j, "cpus", l->cpu_millis / 1000.0);
+	cJSON_AddNumberToObject(j, "memory_bytes", (double)l->memory_bytes);
+	cJSON_AddNumberToObject(j, "swap_bytes", (double)l->swap_bytes);
+	cJSON_AddNumberToObject(j, "pids", l->pids);
+	cJSON_AddNumberToObject(j, "tmpfs_bytes", (double)l->tmpfs_bytes);
+	cJSON_AddNumberToObject(j, "output_bytes", (double)l->output_bytes);
+	cJSON_AddNumberToObject(j, "open_files", l->open_files);
+	return j;
+}
+
+char *sr_result_to_json(const sr_result *res)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "id", res->id);
+	cJSON_AddStringToObject(j, "status", sr_status_name(res->status));
+	cJSON_AddNumberToObject(j, "exit_code", res->exit_code);
+	cJSON_AddNumberToObject(j, "signal", res->signal);
+	cJSON_AddItemToObject(j, "stdout", text(&res->out));
+	cJSON_AddItemToObject(j, "stderr", text(&res->err));
+	cJSON_AddItemToObject(j, "output", text(&res->merged));
+	cJSON_AddBoolToObject(j, "truncated", res->truncated);
+	cJSON_AddNumberToObject(j, "duration_ms", (double)res->duration_ms);
+	cJSON_AddNumberToObject(j, "cpu_ms", (double)res->cpu_ms);
+	cJSON_AddNumberToObject(j, "peak_memory_bytes", (double)res->peak_memory_bytes);
+	cJSON *hit = cJSON_AddArrayToObject(j, "limits_hit");
+	if (res->status == SR_STATUS_TIMEOUT)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("wall_time"));
+	if (res->hit_memory)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("memory"));
+	if (res->hit_pids)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("pids"));
+	if (res->truncated)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("output"));
+	cJSON_AddItemToObject(j, "limits", limits_json(&res->limits));
+	cJSON_AddStringToObject(j, "cgroup_mode", res->cgroup_mode);
+	if (res->message[0])
+		cJSON_AddStringToObject(j, "message", res->message);
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}

@@ -1,0 +1,453 @@
+/* The construction sequence of one sandbox, top to bottom.
+ *
+ * Supervisor: validate -> cgroup with limits -> pipes -> clone3 into new
+ * namespaces (and the cgroup, on v2) -> uid/gid maps -> lo up -> release.
+ * Child (contain): private mounts -> new root -> hostname -> rlimits ->
+ * stdio -> drop to the sandbox user, all capabilities, no_new_privs ->
+ * close fds -> seccomp -> fork python, stay as the namespace's init.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cgroup.h"
+#include "error.h"
+#include "mounts.h"
+#include "net.h"
+#include "seccomp_bpf.h"
+#include "supervise.h"
+#include "util.h"
+
+extern const unsigned char sr_embedded_runner[];
+
+/* Sandbox uid/gid 0..65535 map to this unprivileged host range, so even
+ * the sandbox's own root is nobody on the host. */
+#define SR_HOST_ID_BASE 1879048192u
+#define SR_HOST_ID_COUNT 65536u
+#define SR_SANDBOX_UID 1000u
+#define SR_SANDBOX_GID 1000u
+#define SR_PYTHON "/usr/bin/python3"
+
+struct child {
+	const sr_mount_plan *plan;
+	const sr_policy *policy;
+	const sr_bpf *filter;
+	char **argv, **envp;
+	int sync_fd;   /* read: one byte = go, EOF = abort */
+	int report_fd; /* write, close-on-exec */
+	int stdio[3];
+};
+
+/* ---- the child ----------------------------------------------------------- */
+
+static __attribute__((noreturn, format(printf, 3, 4))) void
+child_fail(const struct child *c, int errnum, const char *fmt, ...)
+{
+	sr_report r = { .kind = SR_REPORT_FAILED, .errnum = errnum };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r.what, sizeof r.what, fmt, ap);
+	va_end(ap);
+	ssize_t n = write(c->report_fd, &r, sizeof r);
+	(void)n;
+	_exit(127);
+}
+
+static void set_rlimits(const struct child *c)
+{
+	const sr_limits *lim = &c->policy->limits;
+	const struct { int res; rlim_t val; const char *name; } limits[] = {
+		{ RLIMIT_CORE, 0, "RLIMIT_CORE" },
+		{ RLIMIT_FSIZE, lim->tmpfs_bytes, "RLIMIT_FSIZE" },
+		{ RLIMIT_NOFILE, lim->open_files, "RLIMIT_NOFILE" },
+		{ RLIMIT_STACK, 8u << 20, "RLIMIT_STACK" },
+		{ RLIMIT_MEMLOCK, 0, "RLIMIT_MEMLOCK" },
+	};
+	for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+		struct rlimit rl = { limits[i].val, limits[i].val };
+		if (setrlimit(limits[i].res, &rl) < 0)
+			child_fail(c, errno, "set %s", limits[i].name);
+	}
+}
+
+static void setup_stdio(const struct child *c)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(c->stdio[fd], fd) < 0)
+			child_fail(c, errno, "set up fd %d", fd);
+}
+
+/* Keep 0, 1, 2 and the report pipe; everything else the supervisor had
+ * open (other sandboxes' pipes in a daemon, the cgroup fd) goes. */
+static void close_other_fds(const struct child *c)
+{
+	int keep = c->report_fd;
+	if (keep > 3 && syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) < 0)
+		child_fail(c, errno, "close inherited fds");
+	if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) < 0)
+		child_fail(c, errno, "close inherited fds");
+}
+
+/* Pid 1 of the sandbox: start python, reap orphans, report python's wait
+ * status, exit (which ends every other process of the namespace). It runs
+ * after seccomp and the privilege drop like everything else. */
+static __attribute__((noreturn)) void be_init(const struct child *c)
+{
+	pid_t py = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (py < 0)
+		child_fail(c, errno, "start python");
+	if (py == 0) {
+		execve(SR_PYTHON, c->argv, c->envp);
+		child_fail(c, errno, "exec %s", SR_PYTHON);
+	}
+	for (int fd = 0; fd < 3; fd++)
+		close(fd);
+	for (;;) {
+		int st;
+		pid_t pid = wait4(-1, &st, 0, NULL);
+		if (pid == py) {
+			sr_report r = { .kind = SR_REPORT_EXIT, .wstatus = st };
+			ssize_t n = write(c->report_fd, &r, sizeof r);
+			_exit(n == (ssize_t)sizeof r ? 0 : 126);
+		}
+		if (pid < 0 && errno != EINTR)
+			_exit(125);
+	}
+}
+
+static __attribute__((noreturn)) void contain(const struct child *c)
+{
+	char what[200], go;
+	int rc;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		child_fail(c, errno, "set the parent-death signal");
+	if (read(c->sync_fd, &go, 1) != 1)
+		_exit(127); /* the supervisor gave up on us */
+	close(c->sync_fd);
+	/* The maps are written: become the namespace's root (host uid
+	 * SR_HOST_ID_BASE), or files we create would belong to no one. */
+	if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		child_fail(c, errno, "become root of the user namespace");
+	/* Now inside our cgroup: make it the root of what /proc shows. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(c, errno, "create the cgroup namespace");
+	if ((rc = sr_mounts_apply(c->plan, c->policy->workdir, what, sizeof what)) < 0)
+		child_fail(c, -rc, "%s", what);
+	if (sethostname("sandbox", 7) < 0)
+		child_fail(c, errno, "set the hostname");
+	set_rlimits(c);
+	setup_stdio(c);
+	const char *step;
+	if ((rc = sr_caps_drop_all(SR_SANDBOX_UID, SR_SANDBOX_GID, &step)) < 0)
+		child_fail(c, -rc, "%s", step);
+	close_other_fds(c);
+	/* Last: from here on only the policy's syscalls are possible. */
+	if ((rc = sr_seccomp_load(c->filter)) < 0)
+		child_fail(c, -rc, "load the seccomp filter");
+	be_init(c);
+}
+
+/* ---- the supervisor ------------------------------------------------------- */
+
+struct run {
+	const sr_run_request *req;
+	const sr_policy *p;
+	sr_result *res;
+	char *rootfs;
+	sr_mount_plan plan;
+	sr_bpf filter;
+	sr_cgroup *cg;
+	char **envp;
+	char *argv[7];
+	int sync[2], report[2], out[2], err[2], in_fd;
+	int pidfd;
+	pid_t pid;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int check_request(const sr_run_request *req, sr_error *err)
+{
+	if (geteuid() != 0)
+		return sr_fail(err, EPERM, "saferun must run as root: it builds namespaces and cgroups "
+			       "(run it with sudo, or use the saferund daemon)");
+	if (!req->policy)
+		return sr_fail(err, EINVAL, "no policy given");
+	if (!req->code)
+		return sr_fail(err, EINVAL, "no code given");
+	if (req->code_size > SR_MAX_CODE_BYTES)
+		return sr_fail(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
+			       req->code_size, SR_MAX_CODE_BYTES);
+	if (memchr(req->code, '\0', req->code_size))
+		return sr_fail(err, EINVAL, "the code contains a NUL byte; Python source must be text");
+	if (!sr_utf8_valid(req->code, req->code_size))
+		return sr_fail(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
+	uint64_t total = req->code_size;
+	for (size_t i = 0; i < req->n_files; i++)
+		total += req->files[i].size;
+	if (total > req->policy->limits.tmpfs_bytes)
+		return sr_fail(err, EFBIG, "the code and files total %llu bytes, over the writable "
+			       "tmpfs limit of %llu bytes (raise limits.tmpfs)", (unsigned long long)total,
+			       (unsigned long long)req->policy->limits.tmpfs_bytes);
+	char buf[64];
+	if (sr_read_file("/proc/sys/user/max_user_namespaces", buf, sizeof buf) > 0 && atoi(buf) == 0)
+		return sr_fail(err, EPERM, "user namespaces are disabled on this kernel "
+			       "(sysctl user.max_user_namespaces=10000)");
+	return 0;
+}
+
+static int prepare(struct run *r, sr_error *err)
+{
+	const sr_policy *p = r->p;
+	const char *dir = r->req->rootfs_dir ? r->req->rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
+	if (sr_mounts_find_profile(dir, p->profile, &r->rootfs, err))
+		return -1;
+	sr_fs_spec spec = {
+		.rootfs = r->rootfs, .workdir = p->workdir, .writable = p->writable,
+		.n_writable = p->n_writable, .tmpfs_bytes = p->limits.tmpfs_bytes,
+		.uid = SR_SANDBOX_UID, .gid = SR_SANDBOX_GID, .code = r->req->code,
+		.code_size = r->req->code_size, .files = r->req->files, .n_files = r->req->n_files,
+	};
+	if (sr_mounts_plan(&spec, &r->plan, err) || sr_seccomp_compile(&p->seccomp, &r->filter, err))
+		return -1;
+	r->envp = calloc(p->n_env + 1, sizeof *r->envp);
+	if (!r->envp)
+		return sr_fail(err, ENOMEM, "environment");
+	memcpy(r->envp, p->env, p->n_env * sizeof *r->envp);
+	char *argv[] = { "python3", "-B", "-u", "-c", (char *)sr_embedded_runner, NULL };
+	memcpy(r->argv, argv, sizeof argv);
+	return 0;
+}
+
+static int open_stdin(struct run *r, sr_error *err)
+{
+	if (!r->req->stdin_data) {
+		r->in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return r->in_fd < 0 ? sr_fail(err, errno, "open /dev/null") : 0;
+	}
+	/* A sealed memfd: the code reads stdin at its own pace, and the
+	 * supervisor never blocks writing it. */
+	r->in_fd = memfd_create("saferun-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->in_fd < 0)
+		return sr_fail(err, errno, "memfd for stdin");
+	const char *d = r->req->stdin_data;
+	for (size_t left = r->req->stdin_size; left;) {
+		ssize_t n = write(r->in_fd, d, left);
+		if (n < 0)
+			return sr_fail(err, errno, "write stdin");
+		d += n;
+		left -= (size_t)n;
+	}
+	if (lseek(r->in_fd, 0, SEEK_SET) < 0 ||
+	    fcntl(r->in_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return sr_fail(err, errno, "seal stdin");
+	return 0;
+}
+
+static int open_pipes(struct run *r, sr_error *err)
+{
+	if (pipe2(r->sync, O_CLOEXEC) < 0 || pipe2(r->report, O_CLOEXEC) < 0 ||
+	    pipe2(r->out, O_CLOEXEC) < 0 || pipe2(r->err, O_CLOEXEC) < 0)
+		return sr_fail(err, errno, "create pipes");
+	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
+		return sr_fail(err, errno, "make pipes non-blocking");
+	return open_stdin(r, err);
+}
+
+static pid_t clone_sandbox(struct run *r, bool into_cgroup)
+{
+	struct clone_args ca = {
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+			 CLONE_NEWUTS | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0),
+		.pidfd = (uint64_t)(uintptr_t)&r->pidfd,
+		.exit_signal = SIGCHLD,
+		.cgroup = into_cgroup ? (uint64_t)sr_cgroup_fd(r->cg) : 0,
+	};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+	if (pid == 0) {
+		struct child c = {
+			.plan = &r->plan, .policy = r->p, .filter = &r->filter, .argv = r->argv,
+			.envp = r->envp, .sync_fd = r->sync[0], .report_fd = r->report[1],
+			.stdio = { r->in_fd, r->out[1], r->err[1] },
+		};
+		contain(&c);
+	}
+	return pid;
+}
+
+static int write_id_maps(pid_t pid, sr_error *err)
+{
+	char path[64], map[64];
+	snprintf(map, sizeof map, "0 %u %u\n", SR_HOST_ID_BASE, SR_HOST_ID_COUNT);
+	const char *files[] = { "uid_map", "gid_map" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "/proc/%d/%s", pid, files[i]);
+		int rc = sr_write_file(path, map);
+		if (rc < 0)
+			return sr_fail(err, -rc, "write %s", path);
+	}
+	return 0;
+}
+
+static int start(struct run *r, sr_error *err)
+{
+	bool v2 = sr_cgroup_fd(r->cg) >= 0;
+	r->pid = clone_sandbox(r, v2);
+	if (r->pid < 0 && v2 && (errno == EINVAL || errno == E2BIG || errno == EBUSY)) {
+		v2 = false; /* kernel before 5.7: join the cgroup from outside */
+		r->pid = clone_sandbox(r, false);
+	}
+	if (r->pid < 0)
+		return sr_fail(err, errno, errno == EPERM || errno == ENOSPC
+			       ? "create the sandbox namespaces (are user namespaces allowed?)"
+			       : "create the sandbox namespaces");
+	close_fd(&r->sync[0]);
+	close_fd(&r->report[1]);
+	close_fd(&r->out[1]);
+	close_fd(&r->err[1]);
+	close_fd(&r->in_fd);
+	if (write_id_maps(r->pid, err) || (!v2 && sr_cgroup_attach(r->cg, r->pid, err)) ||
+	    sr_net_setup(r->pidfd, r->p->net_mode, err))
+		return -1;
+	if (write(r->sync[1], "g", 1) != 1)
+		return sr_fail(err, errno, "release the sandbox");
+	close_fd(&r->sync[1]);
+	return 0;
+}
+
+static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
+		     const sr_limits *lim)
+{
+	res->hit_memory = st->oom_kills > 0;
+	res->hit_pids = st->pids_denied > 0;
+	bool sig = oc->have_exit && WIFSIGNALED(oc->wstatus);
+	res->exit_code = oc->have_exit && WIFEXITED(oc->wstatus) ? WEXITSTATUS(oc->wstatus) : -1;
+	res->signal = sig ? WTERMSIG(oc->wstatus) : (oc->have_exit ? 0 : SIGKILL);
+	bool failed = !oc->have_exit || res->exit_code != 0;
+	if (oc->timed_out) {
+		res->status = SR_STATUS_TIMEOUT;
+		snprintf(res->message, sizeof res->message, "timeout: the run passed its wall-clock limit of %.3g s",
+			 (double)lim->wall_ms / 1000.0);
+	} else if (oc->output_exceeded) {
+		res->status = SR_STATUS_OUTPUT_LIMIT;
+		snprintf(res->message, sizeof res->message, "output_limit: a stream passed %llu bytes; output truncated",
+			 (unsigned long long)lim->output_bytes);
+	} else if (oc->setup_failed) {
+		res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(res->message, sizeof res->message, "internal_error: sandbox set-up failed: %s: %s",
+			 oc->setup_what, strerror(oc->setup_errnum));
+	} else if (res->hit_memory && failed) {
+		res->status = SR_STATUS_OOM;
+		snprintf(res->message, sizeof res->message, "oom: the run passed its memory limit of %llu MiB",
+			 (unsigned long long)(lim->memory_bytes >> 20));
+	} else if (res->hit_pids && failed) {
+		res->status = SR_STATUS_PIDS;
+		snprintf(res->message, sizeof res->message, "pids: the run hit its limit of %u processes/threads",
+			 lim->pids);
+	} else if (!oc->have_exit || sig) {
+		res->status = SR_STATUS_KILLED;
+		snprintf(res->message, sizeof res->message, "killed: the run was ended by signal %d (%s)%s",
+			 res->signal, strsignal(res->signal),
+			 res->signal == SIGSYS ? ", a system call the seccomp policy forbids" : "");
+	} else if (res->exit_code != 0) {
+		res->status = SR_STATUS_ERROR;
+		snprintf(res->message, sizeof res->message, "error: the code exited with status %d", res->exit_code);
+	} else {
+		res->status = SR_STATUS_OK;
+	}
+}
+
+/* Supervise, then tear down: whatever happened, the group is emptied and
+ * removed. */
+static int finish(struct run *r, sr_error *err)
+{
+	sr_watch w = { .pidfd = r->pidfd, .out_fd = r->out[0], .err_fd = r->err[0],
+		       .report_fd = r->report[0], .wall_ms = r->p->limits.wall_ms,
+		       .output_bytes = r->p->limits.output_bytes };
+	sr_outcome oc = { 0 };
+	int rc = sr_supervise(&w, r->res, &oc, err);
+	sr_cgroup_stats st;
+	sr_cgroup_read_stats(r->cg, &st);
+	r->res->cpu_ms = st.cpu_usec / 1000u;
+	r->res->peak_memory_bytes = st.peak_memory_bytes;
+	r->res->duration_ms = oc.duration_ms;
+	if (rc == 0)
+		classify(r->res, &oc, &st, &r->p->limits);
+	return rc;
+}
+
+static void cleanup(struct run *r)
+{
+	if (r->pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED);
+		close_fd(&r->pidfd);
+	}
+	if (r->pid > 0)
+		waitpid(r->pid, NULL, __WALL | WNOHANG);
+	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1], &r->out[0],
+		       &r->out[1], &r->err[0], &r->err[1], &r->in_fd };
+	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+		close_fd(fds[i]);
+	sr_cgroup_destroy(r->cg, NULL);
+	sr_mounts_plan_free(&r->plan);
+	sr_bpf_free(&r->filter);
+	free(r->envp);
+	free(r->rootfs);
+}
+
+static void init_result(sr_result *res, const sr_policy *p)
+{
+	memset(res, 0, sizeof *res);
+	res->limits = p->limits;
+	res->exit_code = -1;
+	char hex[17];
+	if (sr_random_hex(hex, 8) == 0)
+		snprintf(res->id, sizeof res->id, "sr-%s", hex);
+	else
+		snprintf(res->id, sizeof res->id, "sr-%d-%llu", getpid(), (unsigned long long)sr_now_ms());
+	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s", sr_cgroup_mode_name(sr_cgroup_detect()));
+}
+
+int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	if (check_request(req, err))
+		return -1;
+	struct run r = { .req = req, .p = req->policy, .res = res, .pidfd = -1, .in_fd = -1,
+			 .sync = { -1, -1 }, .report = { -1, -1 }, .out = { -1, -1 }, .err = { -1, -1 } };
+	init_result(res, r.p);
+	if (prepare(&r, err) || sr_cgroup_create(res->id, &r.p->limits, &r.cg, err) ||
+	    open_pipes(&r, err)) {
+		cleanup(&r);
+		return -1;
+	}
+	sr_error inner = { 0 };
+	if (start(&r, &inner) || finish(&r, &inner)) {
+		res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
+	}
+	cleanup(&r);
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* Watching a running sandbox: output, wall clock, the child's reports. */
+#ifndef SR_SUPERVISE_H
+#define SR_SUPERVISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "saferun.h"
+
+/* What the sandbox's init sends up its report pipe. */
+enum sr_report_kind { SR_REPORT_FAILED = 1, SR_REPORT_EXIT = 2 };
+typedef struct sr_report {
+	int32_t kind;
+	int32_t errnum;  /* SR_REPORT_FAILED: errno of the failed step */
+	int32_t wstatus; /* SR_REPORT_EXIT: wait status of python */
+	char what[244];  /* SR_REPORT_FAILED: the step */
+} sr_report;
+
+typedef struct sr_watch {
+	int pidfd;     /* the sandbox's init */
+	int out_fd, err_fd, report_fd;
+	uint64_t wall_ms;
+	uint64_t output_bytes; /* cap per stream */
+} sr_watch;
+
+typedef struct sr_outcome {
+	bool timed_out;
+	bool output_exceeded;
+	bool have_exit;  /* python's wait status arrived */
+	int wstatus;
+	bool setup_failed;
+	int setup_errnum;
+	char setup_what[244];
+	uint64_t duration_ms;
+} sr_outcome;
+
+/* Run the event loop until init exits and the output pipes are drained,
+ * killing init on timeout or when a stream passes its cap. Streams are
+ * appended to res->out, res->err and res->merged. Reaps init. */
+int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *err);
+
+/* Append to a buffer, keeping at most cap bytes; returns bytes dropped. */
+size_t sr_buf_append(sr_buf *b, const char *data, size_t len, size_t cap);
+
+#endif

@@ -1,0 +1,128 @@
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+int sr_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(s);
+	ssize_t n = write(fd, s, len);
+	int rc = n < 0 ? -errno : ((size_t)n == len ? 0 : -EIO);
+	close(fd);
+	return rc;
+}
+
+ssize_t sr_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0;
+	while (len + 1 < size) {
+		ssize_t n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return (ssize_t)len;
+}
+
+int sr_read_u64(const char *path, uint64_t *out)
+{
+	char buf[64];
+	ssize_t n = sr_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(buf, &end, 10);
+	if (end == buf || errno)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int sr_read_keyed_u64(const char *path, const char *key, uint64_t *out)
+{
+	char buf[4096];
+	ssize_t n = sr_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	size_t klen = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+			*out = strtoull(line + klen + 1, NULL, 10);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int sr_random_hex(char *out, size_t n)
+{
+	unsigned char raw[32];
+	if (n > sizeof raw)
+		return -EINVAL;
+	if (getrandom(raw, n, 0) != (ssize_t)n)
+		return -errno;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+uint64_t sr_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+size_t sr_utf8_seq(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0];
+	size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+	if (n == 0 || n > left || (n == 2 && c < 0xc2))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3) {
+		unsigned cp = ((c & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+		if (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+	}
+	if (n == 4) {
+		unsigned cp = ((c & 0x07u) << 18) | ((s[1] & 0x3fu) << 12);
+		if (cp < 0x10000 || cp > 0x10ffff)
+			return 0;
+	}
+	return n;
+}
+
+bool sr_utf8_valid(const char *s, size_t len)
+{
+	for (size_t i = 0, n; i < len; i += n)
+		if (!(n = sr_utf8_seq((const unsigned char *)s + i, len - i)))
+			return false;
+	return true;
+}

@@ -1,0 +1,25 @@
+/* Small file helpers shared by the modules that talk to /proc and cgroupfs. */
+#ifndef SR_UTIL_H
+#define SR_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Write s to an existing file (no create). Returns 0 or -errno. */
+int sr_write_file(const char *path, const char *s);
+/* Read at most size-1 bytes, NUL-terminated. Returns length or -errno. */
+ssize_t sr_read_file(const char *path, char *buf, size_t size);
+/* First number in the file. Returns 0 or -errno. */
+int sr_read_u64(const char *path, uint64_t *out);
+/* Value of "key N" in a flat-keyed file (memory.events, cpu.stat). */
+int sr_read_keyed_u64(const char *path, const char *key, uint64_t *out);
+/* Random lowercase hex of n bytes into out (2n+1 chars). */
+int sr_random_hex(char *out, size_t n);
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t sr_now_ms(void);
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+size_t sr_utf8_seq(const unsigned char *s, size_t left);
+bool sr_utf8_valid(const char *s, size_t len);
+#endif

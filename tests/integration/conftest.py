@@ -1,0 +1,88 @@
+"""Shared helpers for the integration tier: real sandboxes, run as root."""
+import json
+import os
+import subprocess
+
+import pytest
+
+SAFERUN = os.environ.get("SAFERUN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "saferun")
+ROOTFS_DIR = os.environ.get("SAFERUN_ROOTFS_DIR", "/var/lib/saferun/rootfs")
+# Sandbox ids 0..65535 map to host ids from here (runtime/lib/sandbox.c).
+HOST_ID_BASE = 1879048192
+
+
+def profiles():
+    """The profiles the filesystem tests run on: host always, built ones too."""
+    found = ["host"]
+    if os.path.exists(os.path.join(ROOTFS_DIR, "minimal", "usr", "bin", "python3")):
+        found.append("minimal")
+    return found
+
+
+def saferun(*args, input=None, timeout=120):
+    return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
+                          timeout=timeout)
+
+
+def run(code, *args, profile="host"):
+    """Run code with --json; return the parsed result (asserting it parsed)."""
+    p = saferun("run", "--json", "--profile", profile, *args, "-c", code)
+    assert p.stdout, f"no JSON from saferun (exit {p.returncode}): {p.stderr.decode()}"
+    res = json.loads(p.stdout)
+    res["_exit"] = p.returncode
+    res["_stderr"] = p.stderr.decode()
+    return res
+
+
+def sandbox_processes():
+    """Host pids of processes whose uid is in the sandbox range."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) >= HOST_ID_BASE:
+                            pids.append(int(d))
+                        break
+        except OSError:
+            pass
+    return pids
+
+
+def own_cgroup_dirs():
+    """The dirs where saferun puts its groups, one per mounted controller."""
+    dirs = []
+    with open("/proc/self/cgroup") as f:
+        lines = [l.rstrip("\n").split(":", 2) for l in f]
+    for hid, ctrls, path in lines:
+        if hid == "0":
+            base = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") \
+                else "/sys/fs/cgroup"
+            dirs.append(base + path)
+        for c in ctrls.split(","):
+            if c in ("memory", "cpu", "cpuacct", "pids", "freezer"):
+                dirs.append(f"/sys/fs/cgroup/{c}{path}")
+    return [os.path.join(d.rstrip("/"), "saferun") for d in dirs]
+
+
+def leftover_groups():
+    left = []
+    for d in own_cgroup_dirs():
+        if os.path.isdir(d):
+            left += [os.path.join(d, e) for e in os.listdir(d)
+                     if os.path.isdir(os.path.join(d, e))]
+    return left
+
+
+@pytest.fixture
+def marker(tmp_path):
+    """A file on the host the sandbox must not be able to read."""
+    path = tmp_path / "host-secret.txt"
+    path.write_text("host secret")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(path, 0o644)
+    return str(path)

@@ -1,0 +1,149 @@
+"""The CLI: python3-like output, exit codes, and bad input that runs nothing."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import SAFERUN, leftover_groups, saferun
+
+
+def test_output_and_traceback_look_like_python(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+                      "def f():\n    return 1/0\nf()\n")
+    p = saferun("run", "--profile", "host", str(script))
+    assert p.returncode == 1
+    assert p.stdout == b"out\n"
+    err = p.stderr.decode()
+    assert err.startswith("err\nTraceback (most recent call last):\n")
+    assert '  File "main.py", line 6, in <module>\n' in err
+    assert '  File "main.py", line 5, in f\n' in err
+    assert err.endswith("ZeroDivisionError: division by zero\n")
+    assert "saferun:" not in err  # an ordinary error needs no explanation
+
+
+def test_exit_code_passes_through():
+    assert saferun("run", "--profile", "host", "-c", "raise SystemExit(7)").returncode == 7
+    assert saferun("run", "--profile", "host", "-c", "pass").returncode == 0
+
+
+def test_code_from_stdin_and_stdin_file(tmp_path):
+    data = tmp_path / "in.txt"
+    data.write_text("hello from stdin\n")
+    p = saferun("run", "--profile", "host", "--stdin", str(data), "-",
+                input=b"import sys; print(sys.stdin.read().upper(), end='')")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"HELLO FROM STDIN\n"
+
+
+def test_files_and_env_reach_the_code(tmp_path):
+    csv = tmp_path / "data.csv"
+    csv.write_text("a,b\n1,2\n")
+    p = saferun("run", "--profile", "host", "--file", f"data/in.csv={csv}", "--env", "GREETING=hi",
+                "-c", "import os; print(open('data/in.csv').read().split()[1], os.environ['GREETING'],"
+                " os.getcwd())")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"1,2 hi /work\n"
+
+
+def test_non_ok_status_is_explained_in_one_line():
+    p = saferun("run", "--profile", "host", "--timeout", "0.5", "-c", "while True: pass")
+    assert p.returncode == 124
+    assert p.stderr.decode().splitlines() == [
+        "saferun: timeout: the run passed its wall-clock limit of 0.5 s"]
+
+
+def test_json_result_has_every_documented_field():
+    p = saferun("run", "--json", "--profile", "host", "-c", "print('a')\nimport sys; sys.stderr.write('b\\n')")
+    res = json.loads(p.stdout)
+    assert set(res) >= {"id", "status", "exit_code", "signal", "stdout", "stderr", "output",
+                        "truncated", "duration_ms", "cpu_ms", "peak_memory_bytes", "limits",
+                        "limits_hit", "cgroup_mode"}
+    assert res["output"] == "a\nb\n"
+    assert res["cgroup_mode"] in ("v1", "v2", "hybrid")
+    assert res["limits"] == {"wall_time_ms": 20000, "cpus": 1, "memory_bytes": 512 << 20,
+                             "swap_bytes": 0, "pids": 64, "tmpfs_bytes": 64 << 20,
+                             "output_bytes": 1 << 20, "open_files": 256}
+
+
+def test_info_reports_the_host():
+    p = saferun("info")
+    info = json.loads(p.stdout)
+    assert info["cgroup_mode"] in ("v1", "v2", "hybrid")
+    assert "memory" in info["controllers"] and "pids" in info["controllers"]
+    assert info["seccomp"] is True and info["user_namespaces"] is True
+    assert "host" in info["profiles"]
+
+
+BAD = [
+    (["run", "/nonexistent/job.py"], "cannot read script /nonexistent/job.py"),
+    (["run", "--profile", "nosuch", "-c", "pass"], "rootfs profile \"nosuch\" is not built"),
+    (["run", "--memory", "12Q", "-c", "pass"], "--memory: \"12Q\" is not a size"),
+    (["run", "--cpus", "0", "-c", "pass"], "--cpus: \"0\" is not a CPU share"),
+    (["run", "--file", "../x=/etc/hostname", "-c", "pass"], "file name \"../x\""),
+    (["run", "--bogus", "-c", "pass"], "unknown or incomplete option"),
+    (["run"], "give a SCRIPT, -c CODE or -"),
+    (["frobnicate"], "unknown command"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD)
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(args, message):
+    p = saferun(*args)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert p.stdout == b""
+    assert leftover_groups() == []
+
+
+def test_bad_policy_names_the_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"limits": {"memory": "512X"}}')
+    p = saferun("run", "--policy", str(bad), "-c", "pass")
+    assert p.returncode == 2
+    assert "policy.limits.memory" in p.stderr.decode() and "512X" in p.stderr.decode()
+
+
+def test_code_that_is_not_utf8_is_refused(tmp_path):
+    script = tmp_path / "latin1.py"
+    script.write_bytes(b"print('caf\xe9')\n")
+    p = saferun("run", "--profile", "host", str(script))
+    assert p.returncode == 2
+    assert "not valid UTF-8" in p.stderr.decode()
+
+
+def test_script_over_the_size_cap_is_refused(tmp_path):
+    script = tmp_path / "huge.py"
+    script.write_bytes(b"#" * (5 << 20))
+    p = saferun("run", "--profile", "host", str(script))
+    assert p.returncode == 2
+    assert "cap" in p.stderr.decode()
+
+
+def test_unreadable_rootfs_is_refused(tmp_path):
+    (tmp_path / "broken").mkdir()
+    p = saferun("run", "--rootfs-dir", str(tmp_path), "--profile", "broken", "-c", "pass")
+    assert p.returncode == 2
+    assert "has no usable /usr/bin/python3" in p.stderr.decode()
+
+
+def test_without_root_it_refuses():
+    p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        SAFERUN, "run", "--profile", "host", "-c", "pass"], capture_output=True)
+    assert p.returncode == 2
+    assert "must run as root" in p.stderr.decode()
+
+
+def test_without_user_namespaces_it_refuses():
+    knob = "/proc/sys/user/max_user_namespaces"
+    old = open(knob).read()
+    try:
+        open(knob, "w").write("0")
+        p = saferun("run", "--profile", "host", "-c", "pass")
+    finally:
+        open(knob, "w").write(old)
+    assert p.returncode == 2
+    assert "user namespaces are disabled" in p.stderr.decode()
+    assert leftover_groups() == []

@@ -1,0 +1,111 @@
+"""2. Filesystem: read-only root, host files invisible, capped writable tmpfs."""
+import os
+
+import pytest
+
+from conftest import profiles, run
+
+
+@pytest.mark.parametrize("profile", profiles())
+@pytest.mark.parametrize("path", ["/usr/x", "/x", "/etc/passwd", "/dev/x"])
+def test_root_is_read_only(profile, path):
+    code = f"""
+import errno
+try:
+    open({path!r}, 'w')
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"""
+    res = run(code, profile=profile)
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip() in ("EROFS", "EACCES") if path == "/etc/passwd" \
+        else res["stdout"].strip() == "EROFS"
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_host_files_are_invisible(profile, marker):
+    code = f"""
+import errno, os
+for p in [{marker!r}, '/root', '/home', '/var/lib/saferun', '/boot', '/run']:
+    try:
+        open(p).read() if os.path.isfile(p) else os.listdir(p)
+        print(p, 'VISIBLE', os.listdir(p) if os.path.isdir(p) else '')
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+"""
+    res = run(code, profile=profile)
+    assert res["status"] == "ok", res
+    assert f"{marker} ENOENT" in res["stdout"]
+    assert "host secret" not in res["stdout"]
+    for line in res["stdout"].splitlines():
+        assert "VISIBLE" not in line or line.endswith("[]"), line
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_writable_tmpfs_is_capped(profile):
+    code = """
+import errno
+try:
+    with open('/work/big', 'wb') as f:
+        for _ in range(64):
+            f.write(b'x' * (1 << 20))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"""
+    res = run(code, "--policy", os.path.join(os.path.dirname(__file__), "policies", "tmpfs16m.json"),
+              profile=profile)
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip() == "ENOSPC"
+
+
+def test_tmpfs_full_uncaught_is_an_error_status():
+    code = "open('/tmp/big', 'wb').write(b'x' * (80 << 20))\n"
+    res = run(code)
+    assert res["status"] == "error", res
+    assert res["exit_code"] == 1
+    assert "No space left on device" in res["stderr"]
+
+
+def test_writable_dirs_vanish_after_the_run():
+    first = run("open('/work/kept.txt','w').write('x'); open('/tmp/kept','w').write('x')")
+    assert first["status"] == "ok", first
+    second = run("import os; print(sorted(os.listdir('/work')), os.listdir('/tmp'))")
+    assert second["stdout"].strip() == "['main.py'] []"
+
+
+def test_host_mount_table_is_unchanged():
+    before = open("/proc/self/mountinfo").read()
+    res = run("print('hi')")
+    assert res["status"] == "ok"
+    assert open("/proc/self/mountinfo").read() == before
+
+
+def test_proc_shows_only_the_sandbox():
+    res = run("import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip() == "[1, 2]"
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_kernel_paths_are_not_reachable(profile):
+    code = """
+import errno, os
+for p in ['/proc/kcore', '/proc/keys', '/proc/timer_list', '/proc/sysrq-trigger']:
+    try:
+        print(p, len(open(p, 'rb').read()))
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+for p in ['/sys/firmware', '/sys/kernel']:
+    print(p, os.path.exists(p))
+try:
+    open('/proc/sys/kernel/hostname', 'w').write('x')
+except OSError as e:
+    print('proc/sys', errno.errorcode[e.errno])
+"""
+    res = run(code, profile=profile)
+    assert res["status"] == "ok", res
+    out = res["stdout"].splitlines()
+    assert out[0:4] == ["/proc/kcore 0", "/proc/keys 0", "/proc/timer_list 0",
+                        "/proc/sysrq-trigger 0"]
+    assert out[4:6] == ["/sys/firmware False", "/sys/kernel False"]
+    assert out[6] in ("proc/sys EROFS", "proc/sys EACCES")

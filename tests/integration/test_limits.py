@@ -1,0 +1,107 @@
+"""5-8. Memory, CPU, time and output limits."""
+import os
+import resource
+import subprocess
+import threading
+import time
+
+from conftest import SAFERUN, leftover_groups, own_cgroup_dirs, run, sandbox_processes
+
+
+def test_memory_past_the_limit_is_oom():
+    code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
+    res = run(code, "--memory", "128M")
+    assert res["status"] == "oom", res
+    assert "memory" in res["limits_hit"]
+    assert "128 MiB" in res["message"]
+    assert res["limits"]["memory_bytes"] == 128 << 20
+    assert res["peak_memory_bytes"] <= (128 << 20) + (1 << 20)
+
+
+def test_memory_under_the_limit_is_fine():
+    res = run("x = bytearray(64 << 20); print(len(x))", "--memory", "256M")
+    assert res["status"] == "ok", res
+    assert res["peak_memory_bytes"] > 64 << 20
+
+
+def test_swap_cannot_extend_memory():
+    """The group's memory+swap limit equals its memory limit (policy swap 0)."""
+    seen = {}
+
+    def watch():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not seen:
+            for d in own_cgroup_dirs():
+                if "/memory/" not in d and "unified" not in d:
+                    continue
+                for g in os.listdir(d) if os.path.isdir(d) else []:
+                    for f in ("memory.memsw.limit_in_bytes", "memory.swap.max"):
+                        p = os.path.join(d, g, f)
+                        if os.path.exists(p):
+                            seen[f] = open(p).read().strip()
+            time.sleep(0.01)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    res = run("import time; time.sleep(1.5)", "--memory", "100M")
+    t.join()
+    assert res["status"] == "ok", res
+    assert seen in ({"memory.memsw.limit_in_bytes": str(100 << 20)}, {"memory.swap.max": "0"}), seen
+
+
+def test_cpu_share_is_enforced():
+    code = "import time\nend = time.time() + 2\nwhile time.time() < end:\n    pass\n"
+    res = run(code, "--cpus", "0.5")
+    assert res["status"] == "ok", res
+    share = res["cpu_ms"] / res["duration_ms"]
+    assert 0.35 <= share <= 0.6, res
+    full = run(code)
+    assert full["cpu_ms"] / full["duration_ms"] > 0.8, full
+
+
+def test_timeout_kills_grandchildren():
+    code = """
+import os, time
+for _ in range(3):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            while True:
+                time.sleep(1)
+        os._exit(0)
+while True:
+    time.sleep(1)
+"""
+    start = time.monotonic()
+    res = run(code, "--timeout", "1")
+    elapsed = time.monotonic() - start
+    assert res["status"] == "timeout", res
+    assert "wall_time" in res["limits_hit"]
+    assert 1000 <= res["duration_ms"] < 1500, res
+    assert elapsed < 3
+    assert sandbox_processes() == []
+    assert leftover_groups() == []
+
+
+def test_output_past_the_cap_is_truncated_and_flagged():
+    code = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
+    p = subprocess.Popen([SAFERUN, "run", "--json", "--profile", "host", "-c", code],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, _ = p.communicate(timeout=60)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    import json
+    res = json.loads(out)
+    assert res["status"] == "output_limit", res
+    assert res["truncated"] is True
+    assert len(res["stdout"]) == 1 << 20
+    assert "output" in res["limits_hit"]
+    # saferun's own memory stays bounded (KiB): far below the output seen.
+    assert usage.ru_maxrss < 64 * 1024
+
+
+def test_stderr_has_its_own_cap():
+    code = "import sys\nprint('before')\nsys.stderr.write('e' * (3 << 20))\n"
+    res = run(code)
+    assert res["status"] == "output_limit", res
+    assert res["stdout"] == "before\n"
+    assert len(res["stderr"]) == 1 << 20
