@@ -108,6 +108,7 @@ static void close_other_fds(const struct child *c)
  * after seccomp and the privilege drop like everything else. */
 static __attribute__((noreturn)) void be_init(const struct child *c)
 {
+	prctl(PR_SET_NAME, "saferun-init");
 	pid_t py = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (py < 0)
 		child_fail(c, errno, "start python");

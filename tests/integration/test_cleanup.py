@@ -3,16 +3,30 @@ import json
 import os
 import subprocess
 
-from conftest import leftover_groups, sandbox_processes
+from conftest import HOST_ID_BASE, leftover_groups, sandbox_processes
 
 RUN_MANY = os.environ.get("SAFERUN_RUN_MANY")
 
 
 def snapshot():
+    """What a run could leave on the host. /tmp and /run are shared with
+    other programs on the machine, so only entries a sandbox could have
+    made count there: saferun's names or the sandbox uid range."""
+    def ours(d):
+        found = []
+        for e in os.listdir(d):
+            try:
+                st = os.lstat(os.path.join(d, e))
+            except FileNotFoundError:
+                continue
+            if e.startswith("sr-") or st.st_uid >= HOST_ID_BASE:
+                found.append(e)
+        return sorted(found)
     return {
         "mounts": open("/proc/self/mountinfo").read(),
-        "tmp": sorted(os.listdir("/tmp")),
-        "run": sorted(os.listdir("/run")),
+        "tmp": ours("/tmp"),
+        "run": ours("/run"),
+        "dev_shm": ours("/dev/shm"),
     }
 
 

@@ -139,6 +139,10 @@ def test_without_root_it_refuses():
 def test_without_user_namespaces_it_refuses():
     knob = "/proc/sys/user/max_user_namespaces"
     old = open(knob).read()
+    if not os.access(knob, os.W_OK) or subprocess.run(
+            ["sh", "-c", f"echo {old.strip()} > {knob}"]).returncode != 0:
+        pytest.skip(f"{knob} is read-only here (the machine's own sandbox), so user "
+                    "namespaces cannot be switched off for the test")
     try:
         open(knob, "w").write("0")
         p = saferun("run", "--profile", "host", "-c", "pass")

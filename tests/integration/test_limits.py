@@ -1,6 +1,5 @@
 """5-8. Memory, CPU, time and output limits."""
 import os
-import resource
 import subprocess
 import threading
 import time
@@ -54,9 +53,9 @@ def test_cpu_share_is_enforced():
     res = run(code, "--cpus", "0.5")
     assert res["status"] == "ok", res
     share = res["cpu_ms"] / res["duration_ms"]
-    assert 0.35 <= share <= 0.6, res
+    assert 0.35 <= share <= 0.65, res
     full = run(code)
-    assert full["cpu_ms"] / full["duration_ms"] > 0.8, full
+    assert full["cpu_ms"] / full["duration_ms"] > 0.75, full
 
 
 def test_timeout_kills_grandchildren():
@@ -84,19 +83,27 @@ while True:
 
 
 def test_output_past_the_cap_is_truncated_and_flagged():
-    code = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
-    p = subprocess.Popen([SAFERUN, "run", "--json", "--profile", "host", "-c", code],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, _ = p.communicate(timeout=60)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    import json
-    res = json.loads(out)
+    res = run("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
     assert res["status"] == "output_limit", res
     assert res["truncated"] is True
-    assert len(res["stdout"]) == 1 << 20
+    assert res["stdout"] == "x" * (1 << 20)
     assert "output" in res["limits_hit"]
-    # saferun's own memory stays bounded (KiB): far below the output seen.
-    assert usage.ru_maxrss < 64 * 1024
+
+
+def test_supervisor_memory_stays_bounded():
+    """200 MiB of output with a 1 MiB cap: saferun keeps only the cap.
+
+    Measured in a fresh process so RUSAGE_CHILDREN covers just this run
+    (saferun and the sandbox's python)."""
+    measure = f"""
+import resource, subprocess
+subprocess.run([{SAFERUN!r}, 'run', '--profile', 'host', '-c',
+                'import os\\nfor _ in range(3200): os.write(1, bytes(65536))'],
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+    p = subprocess.run(["/usr/bin/python3", "-c", measure], capture_output=True, text=True)
+    assert int(p.stdout) < 48 * 1024, p.stdout  # KiB
 
 
 def test_stderr_has_its_own_cap():

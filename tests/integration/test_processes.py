@@ -12,7 +12,7 @@ def test_code_runs_in_its_own_pid_namespace():
     pid, ppid, init = res["stdout"].split()
     # saferun's init is pid 1 of the namespace; the code is its child.
     assert (pid, ppid) == ("2", "1")
-    assert init == "python3"
+    assert init == "saferun-init"
 
 
 def test_host_processes_are_invisible_and_unkillable():

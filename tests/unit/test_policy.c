@@ -1,0 +1,735 @@
+/* Policies: defaults, presets, overrides, every class of validation error
+ * (with its exact text), sizes and durations, the JSON round trip. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "saferun.h"
+
+#define KIB 1024ULL
+#define MIB (1024 * KIB)
+#define GIB (1024 * MIB)
+#define TIB (1024 * GIB)
+
+static sr_policy *load(const char *json)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	if (sr_policy_load_json(json, strlen(json), "t.json", &p, &err) < 0) {
+		fprintf(stderr, "unexpected error: %s\n  for %s\n", err.msg, json);
+		return NULL;
+	}
+	return p;
+}
+
+/* The document is refused with exactly this message, and nothing leaks. */
+static void expect_error(const char *json, const char *want)
+{
+	sr_error err = {0};
+	sr_policy *p = (sr_policy *)&err;
+	int rc = sr_policy_load_json(json, strlen(json), "t.json", &p, &err);
+
+	CHECK_INT(rc, -1);
+	CHECK(p == NULL);
+	CHECK_STR(err.msg, want);
+	if (rc == 0)
+		sr_policy_free(p);
+}
+
+/* As expect_error, for messages whose tail is libseccomp's or strerror's. */
+static void expect_error_prefix(const char *json, const char *want)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+	int rc = sr_policy_load_json(json, strlen(json), "t.json", &p, &err);
+
+	CHECK_INT(rc, -1);
+	if (strncmp(err.msg, want, strlen(want)) != 0) {
+		fprintf(stderr, "got  \"%s\"\nwant \"%s...\"\n", err.msg, want);
+		CHECK(!"message prefix");
+	}
+	if (rc == 0)
+		sr_policy_free(p);
+}
+
+static int has_env(const sr_policy *p, const char *kv)
+{
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strcmp(p->env[i], kv) == 0)
+			return 1;
+	return 0;
+}
+
+static void test_default_policy_has_the_documented_values(void)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (!p)
+		return;
+	CHECK_STR(p->name, "default");
+	CHECK_STR(p->preset, "medium");
+	CHECK_INT(p->limits.wall_ms, 20000);
+	CHECK_INT(p->limits.cpu_millis, 1000);
+	CHECK_INT(p->limits.memory_bytes, 512 * MIB);
+	CHECK_INT(p->limits.swap_bytes, 0);
+	CHECK_INT(p->limits.pids, 64);
+	CHECK_INT(p->limits.tmpfs_bytes, 64 * MIB);
+	CHECK_INT(p->limits.output_bytes, MIB);
+	CHECK_INT(p->limits.open_files, 256);
+	CHECK_STR(p->profile, "host");
+	CHECK_STR(p->workdir, "/work");
+	CHECK_INT(p->n_writable, 2);
+	if (p->n_writable == 2) {
+		CHECK_STR(p->writable[0], "/tmp");
+		CHECK_STR(p->writable[1], "/work");
+	}
+	CHECK_INT(p->net_mode, SR_NET_NONE);
+	CHECK(has_env(p, "PATH=/usr/local/bin:/usr/bin:/bin"));
+	CHECK(has_env(p, "HOME=/work"));
+	CHECK(has_env(p, "LANG=C.UTF-8"));
+	CHECK(has_env(p, "PYTHONDONTWRITEBYTECODE=1"));
+	CHECK_INT(p->seccomp.default_action.kind, SR_SCMP_ERRNO);
+	CHECK_INT(p->seccomp.default_action.errno_ret, ENOSYS);
+	CHECK(p->seccomp.n_rules > 10);
+	sr_policy_free(p);
+}
+
+static void test_empty_document_is_the_default(void)
+{
+	sr_error err = {0};
+	sr_policy *d = NULL, *p = load("{}");
+
+	CHECK_INT(sr_policy_default(&d, &err), 0);
+	if (!p || !d)
+		goto out;
+	char *a = sr_policy_to_json(d), *b = sr_policy_to_json(p);
+	CHECK_STR(a, b);
+	CHECK_STR(p->name, "t.json");
+	free(a);
+	free(b);
+out:
+	sr_policy_free(p);
+	sr_policy_free(d);
+}
+
+static void test_presets(void)
+{
+	static const struct {
+		const char *name;
+		sr_limits l;
+	} want[] = {
+		{"tiny", {5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256}},
+		{"small", {10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256}},
+		{"medium", {20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256}},
+		{"large", {60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256}},
+	};
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (!p)
+		return;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		CHECK_INT(sr_policy_apply_preset(p, want[i].name, &err), 0);
+		CHECK(memcmp(&p->limits, &want[i].l, sizeof p->limits) == 0);
+		CHECK_STR(p->preset, want[i].name);
+	}
+	CHECK_INT(sr_policy_apply_preset(p, "huge", &err), -1);
+	CHECK_STR(err.msg, "preset \"huge\" is unknown (known: tiny, small, medium, large)");
+	CHECK_INT(err.errnum, EINVAL);
+	CHECK_STR(p->preset, "large"); /* unchanged by the failed call */
+	sr_policy_free(p);
+}
+
+static void test_preset_then_limits_whatever_the_key_order(void)
+{
+	const char *docs[] = {
+		"{\"preset\": \"tiny\", \"limits\": {\"memory\": \"200M\"}}",
+		"{\"limits\": {\"memory\": \"200M\"}, \"preset\": \"tiny\"}",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		sr_policy *p = load(docs[i]);
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK_STR(p->preset, "tiny");
+		CHECK_INT(p->limits.memory_bytes, 200 * MIB);
+		CHECK_INT(p->limits.wall_ms, 5000);
+		CHECK_INT(p->limits.pids, 16);
+		sr_policy_free(p);
+	}
+}
+
+static void test_overrides_keep_other_defaults(void)
+{
+	sr_policy *p = load("{\"comment\": \"hi\", \"limits\": {\"wall_time\": 0.5, \"cpus\": 0.5, "
+			    "\"memory\": 1073741824, \"swap\": \"1.5G\", \"pids\": 10, \"tmpfs\": \"1MiB\", "
+			    "\"output\": \"1K\", \"open_files\": 16, \"comment\": \"x\"}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->limits.wall_ms, 500);
+	CHECK_INT(p->limits.cpu_millis, 500);
+	CHECK_INT(p->limits.memory_bytes, GIB);
+	CHECK_INT(p->limits.swap_bytes, 3 * GIB / 2);
+	CHECK_INT(p->limits.pids, 10);
+	CHECK_INT(p->limits.tmpfs_bytes, MIB);
+	CHECK_INT(p->limits.output_bytes, KIB);
+	CHECK_INT(p->limits.open_files, 16);
+	CHECK_STR(p->workdir, "/work");
+	CHECK(has_env(p, "HOME=/work"));
+	CHECK(p->seccomp.n_rules > 10);
+	sr_policy_free(p);
+
+	p = load("{\"limits\": {\"wall_time\": \"2m\"}, \"filesystem\": {\"profile\": \"datascience\", "
+		 "\"workdir\": \"/home/user\", \"writable\": [\"/home/user\", \"/tmp\"]}, "
+		 "\"network\": {\"mode\": \"none\"}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->limits.wall_ms, 120000);
+	CHECK_INT(p->limits.memory_bytes, 512 * MIB);
+	CHECK_STR(p->profile, "datascience");
+	CHECK_STR(p->workdir, "/home/user");
+	CHECK_INT(p->n_writable, 2);
+	sr_policy_free(p);
+}
+
+static void test_environment_and_seccomp_replace_whole_sections(void)
+{
+	sr_policy *p = load("{\"environment\": {\"A\": \"1\", \"B\": \"x=y\"}, \"seccomp\": "
+			    "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"mount\"], "
+			    "\"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"no mounts\"}]}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->n_env, 2);
+	CHECK(has_env(p, "A=1"));
+	CHECK(has_env(p, "B=x=y"));
+	CHECK(!has_env(p, "HOME=/work"));
+	CHECK_INT(p->seccomp.default_action.kind, SR_SCMP_ALLOW);
+	CHECK_INT(p->seccomp.n_rules, 1);
+	CHECK_INT(p->seccomp.rules[0].action.kind, SR_SCMP_ERRNO);
+	CHECK_INT(p->seccomp.rules[0].action.errno_ret, EPERM); /* errnoRet omitted */
+	sr_policy_free(p);
+
+	p = load("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL\", \"syscalls\": [{\"names\": "
+		 "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, \"value\": "
+		 "\"0xffffffff00000000\", \"valueTwo\": 4294967296, \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->seccomp.default_action.kind, SR_SCMP_KILL_THREAD);
+	CHECK_INT(p->seccomp.rules[0].n_args, 1);
+	CHECK(p->seccomp.rules[0].args[0].value == 0xffffffff00000000ULL);
+	CHECK(p->seccomp.rules[0].args[0].value_two == 0x100000000ULL);
+	CHECK_INT(p->seccomp.rules[0].args[0].op, SR_CMP_MASKED_EQ);
+	sr_policy_free(p);
+}
+
+static void test_limit_errors(void)
+{
+	expect_error("{\"limits\": {\"memory\": \"512X\"}}",
+		     "t.json: policy.limits.memory: \"512X\" is not a size (use 512M, 1G, or bytes)");
+	expect_error("{\"limits\": {\"memory\": 4096}}",
+		     "t.json: policy.limits.memory: 4096 is too small (at least 16M)");
+	expect_error("{\"limits\": {\"memory\": \"2T\"}}",
+		     "t.json: policy.limits.memory: \"2T\" is too large (at most 1T)");
+	expect_error("{\"limits\": {\"memory\": -5}}",
+		     "t.json: policy.limits.memory: -5 is too small (at least 16M)");
+	expect_error("{\"limits\": {\"memory\": 1.5}}",
+		     "t.json: policy.limits.memory: 1.5 is not a size (use 512M, 1G, or bytes)");
+	expect_error("{\"limits\": {\"swap\": true}}",
+		     "t.json: policy.limits.swap: true is not a size (use 512M, 1G, or bytes)");
+	expect_error("{\"limits\": {\"foo\": 1}}",
+		     "t.json: policy.limits.foo: unknown key (known: wall_time, cpus, memory, swap, pids, "
+		     "tmpfs, output, open_files, comment)");
+	expect_error("{\"limits\": {\"pids\": 0}}", "t.json: policy.limits.pids: 0 is too small (at least 1)");
+	expect_error("{\"limits\": {\"pids\": 1000001}}",
+		     "t.json: policy.limits.pids: 1000001 is too large (at most 1000000)");
+	expect_error("{\"limits\": {\"pids\": 64.5}}", "t.json: policy.limits.pids: 64.5 is not a whole number");
+	expect_error("{\"limits\": {\"pids\": \"64\"}}", "t.json: policy.limits.pids: \"64\" is not a whole number");
+	expect_error("{\"limits\": {\"tmpfs\": \"512K\"}}",
+		     "t.json: policy.limits.tmpfs: \"512K\" is too small (at least 1M)");
+	expect_error("{\"limits\": {\"output\": 512}}", "t.json: policy.limits.output: 512 is too small (at least 1K)");
+	expect_error("{\"limits\": {\"output\": \"2G\"}}",
+		     "t.json: policy.limits.output: \"2G\" is too large (at most 1G)");
+	expect_error("{\"limits\": {\"wall_time\": \"5ms\"}}",
+		     "t.json: policy.limits.wall_time: \"5ms\" is too small (at least 10ms)");
+	expect_error("{\"limits\": {\"wall_time\": \"25h\"}}",
+		     "t.json: policy.limits.wall_time: \"25h\" is too large (at most 24h)");
+	expect_error("{\"limits\": {\"wall_time\": 1e300}}",
+		     "t.json: policy.limits.wall_time: 1e+300 is too large (at most 24h)");
+	expect_error("{\"limits\": {\"wall_time\": \"20x\"}}",
+		     "t.json: policy.limits.wall_time: \"20x\" is not a duration (use 20, 20s, 500ms or 2m)");
+	expect_error("{\"limits\": {\"wall_time\": null}}",
+		     "t.json: policy.limits.wall_time: null is not a duration (use 20, 20s, 500ms or 2m)");
+	expect_error("{\"limits\": {\"open_files\": 15}}",
+		     "t.json: policy.limits.open_files: 15 is too small (at least 16)");
+	expect_error("{\"limits\": {\"open_files\": 2000000}}",
+		     "t.json: policy.limits.open_files: 2000000 is too large (at most 1048576)");
+	expect_error("{\"limits\": {\"cpus\": 0}}", "t.json: policy.limits.cpus: 0 is too small (at least 0.01)");
+	expect_error("{\"limits\": {\"cpus\": -1}}", "t.json: policy.limits.cpus: -1 is too small (at least 0.01)");
+	expect_error("{\"limits\": {\"cpus\": 2000}}",
+		     "t.json: policy.limits.cpus: 2000 is too large (at most 1024)");
+	expect_error("{\"limits\": {\"cpus\": \"1\"}}",
+		     "t.json: policy.limits.cpus: \"1\" is not a number of CPUs (use 1 or 0.5)");
+	expect_error("{\"limits\": {\"pids\": 1, \"pids\": 2}}", "t.json: policy.limits.pids: appears twice");
+	expect_error("{\"limits\": [1]}", "t.json: policy.limits: expected an object, got an array");
+	expect_error("{\"limits\": []}", "t.json: policy.limits: expected an object, got []");
+	expect_error("{\"preset\": \"huge\"}",
+		     "t.json: policy.preset: \"huge\" is not a preset (known: tiny, small, medium, large)");
+	expect_error("{\"preset\": 1}", "t.json: policy.preset: expected a string, got 1");
+}
+
+static void test_document_errors(void)
+{
+	expect_error("[1, 2]", "t.json: policy: expected an object, got an array");
+	expect_error("{\"foo\": 1}",
+		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
+		     "environment, seccomp, comment)");
+	expect_error("{\"Limits\": {}}",
+		     "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
+		     "environment, seccomp, comment)");
+	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
+	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
+		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");
+	expect_error("", "t.json: policy: malformed JSON at line 1, column 1 (byte 0)");
+	expect_error("{} x", "t.json: policy: unexpected text after the JSON document at line 1, column 4 (byte 3)");
+	expect_error("{\"network\": {\"mode\": \"host\"}}",
+		     "t.json: policy.network.mode: \"host\" is not a network mode (known: none)");
+	expect_error("{\"network\": {\"egress\": []}}",
+		     "t.json: policy.network.egress: unknown key (known: mode, comment)");
+
+	/* no origin: the path alone */
+	sr_error err = {0};
+	sr_policy *p = NULL;
+	CHECK_INT(sr_policy_load_json("{\"limits\": 1}", 13, NULL, &p, &err), -1);
+	CHECK_STR(err.msg, "policy.limits: expected an object, got 1");
+	CHECK_INT(err.errnum, EINVAL);
+}
+
+static void test_filesystem_errors(void)
+{
+	expect_error("{\"filesystem\": {\"writable\": [\"tmp\"]}}",
+		     "t.json: policy.filesystem.writable[0]: \"tmp\" must be an absolute path");
+	expect_error("{\"filesystem\": {\"writable\": [\"/work\", \"/work/../etc\"]}}",
+		     "t.json: policy.filesystem.writable[1]: \"/work/../etc\" must not contain . or .. components");
+	expect_error("{\"filesystem\": {\"workdir\": \"/work/.\"}}",
+		     "t.json: policy.filesystem.workdir: \"/work/.\" must not contain . or .. components");
+	expect_error("{\"filesystem\": {\"writable\": [\"/work//x\"]}}",
+		     "t.json: policy.filesystem.writable[0]: \"/work//x\" must not contain empty components "
+		     "(// or a trailing /)");
+	expect_error("{\"filesystem\": {\"writable\": [\"/tmp/\"]}}",
+		     "t.json: policy.filesystem.writable[0]: \"/tmp/\" must not contain empty components "
+		     "(// or a trailing /)");
+	expect_error("{\"filesystem\": {\"writable\": [\"/\"]}}",
+		     "t.json: policy.filesystem.writable[0]: \"/\" cannot be writable (the root stays read-only)");
+	expect_error("{\"filesystem\": {\"writable\": [\"/work\", \"/work\"]}}",
+		     "t.json: policy.filesystem.writable[1]: \"/work\" is listed twice");
+	expect_error("{\"filesystem\": {\"writable\": [\"/a\\nb\"]}}",
+		     "t.json: policy.filesystem.writable[0]: \"/a\\nb\" contains a control character");
+	expect_error("{\"filesystem\": {\"writable\": \"/tmp\"}}",
+		     "t.json: policy.filesystem.writable: expected an array of absolute paths, got \"/tmp\"");
+	expect_error("{\"filesystem\": {\"writable\": [\"/tmp\"]}}",
+		     "t.json: policy.filesystem.workdir: \"/work\" is not among policy.filesystem.writable "
+		     "(add it there)");
+	expect_error("{\"filesystem\": {\"workdir\": \"/home\"}}",
+		     "t.json: policy.filesystem.workdir: \"/home\" is not among policy.filesystem.writable "
+		     "(add it there)");
+	expect_error("{\"filesystem\": {\"profile\": \"Host\"}}",
+		     "t.json: policy.filesystem.profile: \"Host\" is not a profile name (use 1 to 64 of "
+		     "[a-z0-9_-], e.g. host, minimal, datascience)");
+	expect_error("{\"filesystem\": {\"profile\": \"../x\"}}",
+		     "t.json: policy.filesystem.profile: \"../x\" is not a profile name (use 1 to 64 of "
+		     "[a-z0-9_-], e.g. host, minimal, datascience)");
+}
+
+static void test_environment_errors(void)
+{
+	expect_error("{\"environment\": {\"A=B\": \"1\"}}",
+		     "t.json: policy.environment: \"A=B\" is not a variable name (it must be non-empty, without =)");
+	expect_error("{\"environment\": {\"\": \"1\"}}",
+		     "t.json: policy.environment: \"\" is not a variable name (it must be non-empty, without =)");
+	expect_error("{\"environment\": {\"A\": 1}}", "t.json: policy.environment.A: expected a string, got 1");
+	expect_error("{\"environment\": {\"A\": \"1\", \"A\": \"2\"}}",
+		     "t.json: policy.environment.A: appears twice");
+	expect_error("{\"environment\": [\"A=1\"]}",
+		     "t.json: policy.environment: expected an object of strings, got an array");
+}
+
+static void test_seccomp_errors(void)
+{
+#define RULE(r) "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [" r "]}}"
+	expect_error(RULE("{\"names\": [\"read\", \"fooz\"], \"action\": \"SCMP_ACT_ALLOW\"}"),
+		     "t.json: policy.seccomp.syscalls[0].names[1]: \"fooz\" is not a syscall libseccomp knows");
+	expect_error(RULE("{\"names\": [], \"action\": \"SCMP_ACT_ALLOW\"}"),
+		     "t.json: policy.seccomp.syscalls[0].names: expected a non-empty array of syscall names, got []");
+	expect_error(RULE("{\"action\": \"SCMP_ACT_ALLOW\"}"), "t.json: policy.seccomp.syscalls[0]: missing \"names\"");
+	expect_error(RULE("{\"names\": [\"read\"]}"), "t.json: policy.seccomp.syscalls[0]: missing \"action\"");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_NOTIFY\"}"),
+		     "t.json: policy.seccomp.syscalls[0].action: \"SCMP_ACT_NOTIFY\" is not an action (known: "
+		     "SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_KILL_THREAD, SCMP_ACT_KILL, "
+		     "SCMP_ACT_TRAP, SCMP_ACT_LOG)");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"errnoRet\": 1}"),
+		     "t.json: policy.seccomp.syscalls[0].errnoRet: only applies to SCMP_ACT_ERRNO");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 5000}"),
+		     "t.json: policy.seccomp.syscalls[0].errnoRet: 5000 is not a whole number from 0 to 4095");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 6, "
+			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0].index: 6 is not a whole number from 0 to 5");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": 1, \"op\": \"SCMP_CMP_FOO\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0].op: \"SCMP_CMP_FOO\" is not an operator (known: "
+		     "SCMP_CMP_NE, SCMP_CMP_LT, SCMP_CMP_LE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_GT, SCMP_CMP_MASKED_EQ)");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": -1, \"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0].value: -1 is not a whole number from 0 to "
+		     "18446744073709551615");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": \"12abc\", \"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0].value: \"12abc\" is not an unsigned 64-bit number "
+		     "(use 123 or \"0x7b\")");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0]: missing \"value\"");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 0, \"value\": 2, \"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[1].index: argument 0 is already compared in this rule "
+		     "(libseccomp takes one comparison per argument: split the rule)");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 1, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, "
+			  "{\"index\": 2, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 3, \"value\": 0, \"op\": "
+			  "\"SCMP_CMP_EQ\"}, {\"index\": 4, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 5, "
+			  "\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 5, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args: 7 comparisons, at most 6");
+	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\", \"valuetwo\": 1}]}"),
+		     "t.json: policy.seccomp.syscalls[0].args[0].valuetwo: unknown key (known: index, value, "
+		     "valueTwo, op, comment)");
+	expect_error("{\"seccomp\": {\"syscalls\": []}}", "t.json: policy.seccomp: missing \"defaultAction\"");
+	expect_error("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"defaultErrnoRet\": 1}}",
+		     "t.json: policy.seccomp.defaultErrnoRet: only applies to SCMP_ACT_ERRNO");
+	expect_error("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"architectures\": []}}",
+		     "t.json: policy.seccomp.architectures: unknown key (known: defaultAction, defaultErrnoRet, "
+		     "syscalls, comment)");
+}
+
+/* Rule sets libseccomp would silently compile into something else. */
+static void test_seccomp_conflicts(void)
+{
+	expect_error(RULE("{\"names\": [\"read\", \"write\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
+			  "{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1}"),
+		     "t.json: policy.seccomp.syscalls[1].names[0]: \"write\" already has a rule with a different "
+		     "action (syscalls[0])");
+	expect_error(RULE("{\"names\": [\"ioctl\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1, \"args\": "
+			  "[{\"index\": 1, \"value\": 21522, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": [\"ioctl\"], "
+			  "\"action\": \"SCMP_ACT_ALLOW\"}"),
+		     "t.json: policy.seccomp.syscalls[1].names[0]: \"ioctl\" has a rule with args and one without "
+		     "(syscalls[0]); libseccomp would ignore the args: give every rule for it args");
+	expect_error_prefix(RULE("{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+				 "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": [\"write\"], \"action\": "
+				 "\"SCMP_ACT_KILL_PROCESS\", \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}"),
+			    "t.json: policy.seccomp.syscalls[1]: libseccomp refused the rule for \"write\" (another "
+			    "rule has the same conditions and a different action)");
+	/* the same action twice is harmless */
+	sr_policy *p = load(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
+				 "{\"names\": [\"read\", \"read\"], \"action\": \"SCMP_ACT_ALLOW\"}"));
+	CHECK(p != NULL);
+	sr_policy_free(p);
+#undef RULE
+}
+
+static void test_long_values_are_cut_not_overflowed(void)
+{
+	char doc[8192], key[4000];
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	memset(key, 'k', sizeof key - 1);
+	key[sizeof key - 1] = '\0';
+	snprintf(doc, sizeof doc, "{\"limits\": {\"%s\": 1}}", key);
+	CHECK_INT(sr_policy_load_json(doc, strlen(doc), key, &p, &err), -1);
+	CHECK(strlen(err.msg) < sizeof err.msg);
+	snprintf(doc, sizeof doc, "{\"limits\": {\"memory\": \"%s\"}}", key);
+	CHECK_INT(sr_policy_load_json(doc, strlen(doc), "t.json", &p, &err), -1);
+	CHECK(strstr(err.msg, "...\" is not a size") == NULL); /* cut inside the value */
+	CHECK(strncmp(err.msg, "t.json: policy.limits.memory: \"kkk", 34) == 0);
+}
+
+static void test_sizes(void)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{"0", 0, 0}, {"512", 0, 512}, {"512B", 0, 512}, {"512K", 0, 512 * KIB},
+		{"512k", 0, 512 * KIB}, {"512M", 0, 512 * MIB}, {"512m", 0, 512 * MIB}, {"1G", 0, GIB},
+		{"1T", 0, TIB}, {"512KiB", 0, 512 * KIB}, {"512MiB", 0, 512 * MIB}, {"1MB", 0, MIB},
+		{"1.5G", 0, 3 * GIB / 2}, {"0.5K", 0, 512}, {"1.5GiB", 0, 3 * GIB / 2},
+		{"18446744073709551615", 0, UINT64_MAX}, {"16777215T", 0, 16777215 * TIB},
+		{"", -1, 0}, {"K", -1, 0}, {"1.5", -1, 0}, {"-1", -1, 0}, {"+1", -1, 0}, {" 1", -1, 0},
+		{"1 ", -1, 0}, {"1 K", -1, 0}, {"1X", -1, 0}, {"1KiBB", -1, 0}, {"1.G", -1, 0},
+		{".5G", -1, 0}, {"1Ki", -1, 0}, {"1P", -1, 0}, {"0x10", -1, 0},
+		{"18446744073709551616", -1, 0}, {"16777216T", -1, 0}, {"99999999999999999999K", -1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uint64_t v = 12345;
+		int rc = sr_parse_size(cases[i].s, &v);
+		if (rc != cases[i].rc || (rc == 0 && v != cases[i].v))
+			fprintf(stderr, "sr_parse_size(\"%s\") = %d, %llu\n", cases[i].s, rc, (unsigned long long)v);
+		CHECK_INT(rc, cases[i].rc);
+		if (rc == 0)
+			CHECK(v == cases[i].v);
+	}
+	CHECK_INT(sr_parse_size(NULL, &(uint64_t){0}), -1);
+}
+
+static void test_durations(void)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t ms;
+	} cases[] = {
+		{"20", 0, 20000}, {"20s", 0, 20000}, {"500ms", 0, 500}, {"2m", 0, 120000},
+		{"1.5s", 0, 1500}, {"0.5", 0, 500}, {"1h", 0, 3600000}, {"0", 0, 0}, {"1.5ms", 0, 1},
+		{"", -1, 0}, {"s", -1, 0}, {"20x", -1, 0}, {"-1", -1, 0}, {"1.5.2", -1, 0},
+		{"20 s", -1, 0}, {"20S", -1, 0}, {"1d", -1, 0}, {"99999999999999999999h", -1, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uint64_t ms = 12345;
+		int rc = sr_parse_duration(cases[i].s, &ms);
+		if (rc != cases[i].rc || (rc == 0 && ms != cases[i].ms))
+			fprintf(stderr, "sr_parse_duration(\"%s\") = %d, %llu\n", cases[i].s, rc,
+				(unsigned long long)ms);
+		CHECK_INT(rc, cases[i].rc);
+		if (rc == 0)
+			CHECK(ms == cases[i].ms);
+	}
+}
+
+static void test_set_env(void)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (!p)
+		return;
+	size_t n = p->n_env;
+	CHECK_INT(sr_policy_set_env(p, "HOME=/tmp", &err), 0);
+	CHECK_INT(p->n_env, n);
+	CHECK(has_env(p, "HOME=/tmp"));
+	CHECK(!has_env(p, "HOME=/work"));
+	CHECK_INT(sr_policy_set_env(p, "HOM=x", &err), 0); /* a prefix of HOME is another key */
+	CHECK_INT(p->n_env, n + 1);
+	CHECK(has_env(p, "HOME=/tmp"));
+	CHECK_INT(sr_policy_set_env(p, "EMPTY=", &err), 0);
+	CHECK(has_env(p, "EMPTY="));
+	CHECK(p->env[p->n_env] == NULL);
+	CHECK_INT(sr_policy_set_env(p, "NOEQUALS", &err), -1);
+	CHECK_STR(err.msg, "environment entry \"NOEQUALS\" is not KEY=VALUE");
+	CHECK_INT(sr_policy_set_env(p, "=x", &err), -1);
+	CHECK_INT(p->n_env, n + 2);
+	sr_policy_free(p);
+}
+
+static void roundtrip(const sr_policy *p)
+{
+	sr_error err = {0};
+	sr_policy *q = NULL;
+	char *a = sr_policy_to_json(p), *b = NULL;
+
+	CHECK(a != NULL);
+	if (!a)
+		return;
+	CHECK_INT(sr_policy_load_json(a, strlen(a), "roundtrip", &q, &err), 0);
+	if (!q) {
+		fprintf(stderr, "%s\n", err.msg);
+		free(a);
+		return;
+	}
+	b = sr_policy_to_json(q);
+	CHECK_STR(a, b);
+	CHECK(memcmp(&p->limits, &q->limits, sizeof p->limits) == 0);
+	CHECK_INT(q->seccomp.n_rules, p->seccomp.n_rules);
+	free(a);
+	free(b);
+	sr_policy_free(q);
+}
+
+static void test_to_json_round_trip(void)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (p)
+		roundtrip(p);
+	sr_policy_free(p);
+	p = load("{\"preset\": \"small\", \"limits\": {\"wall_time\": \"1.234s\", \"cpus\": 0.33, "
+		 "\"memory\": \"100M\", \"swap\": 12345678}, \"environment\": {\"Q\": \"a \\\"quoted\\\" value\"}, "
+		 "\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL_PROCESS\", \"syscalls\": [{\"names\": "
+		 "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 2, \"value\": "
+		 "\"0xffffffff00000000\", \"valueTwo\": \"0x100000000\", \"op\": \"SCMP_CMP_MASKED_EQ\"}]}, "
+		 "{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 0}, "
+		 "{\"names\": [\"close\"], \"action\": \"SCMP_ACT_LOG\"}]}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->limits.wall_ms, 1234);
+	CHECK_INT(p->limits.cpu_millis, 330);
+	roundtrip(p);
+	sr_policy_free(p);
+}
+
+static void test_load_file(void)
+{
+	char path[] = "/tmp/saferun-test-policy-XXXXXX";
+	const char *doc = "{\"limits\": {\"pids\": 7}}";
+	sr_error err = {0};
+	sr_policy *p = NULL;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, doc, strlen(doc)) == (ssize_t)strlen(doc));
+	close(fd);
+	CHECK_INT(sr_policy_load_file(path, &p, &err), 0);
+	if (p) {
+		CHECK_INT(p->limits.pids, 7);
+		CHECK_STR(p->name, path);
+	}
+	sr_policy_free(p);
+	unlink(path);
+	CHECK_INT(sr_policy_load_file("/nonexistent/policy.json", &p, &err), -1);
+	CHECK_INT(err.errnum, ENOENT);
+	CHECK_STR(err.msg, "open policy /nonexistent/policy.json: No such file or directory");
+}
+
+/* Evaluate a rule's argument comparisons the way the kernel filter does. */
+static int rule_matches(const sr_seccomp_rule *r, const uint64_t args[6])
+{
+	for (size_t i = 0; i < r->n_args; i++) {
+		const sr_seccomp_arg *a = &r->args[i];
+		uint64_t x = args[a->index];
+		int ok = 0;
+		switch (a->op) {
+		case SR_CMP_NE: ok = x != a->value; break;
+		case SR_CMP_LT: ok = x < a->value; break;
+		case SR_CMP_LE: ok = x <= a->value; break;
+		case SR_CMP_EQ: ok = x == a->value; break;
+		case SR_CMP_GE: ok = x >= a->value; break;
+		case SR_CMP_GT: ok = x > a->value; break;
+		case SR_CMP_MASKED_EQ: ok = (x & a->value) == a->value_two; break;
+		}
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* Which actions the default policy's rules give a syscall with args:
+ * bit 0 = some ALLOW rule matches, bit 1 = some other rule matches. */
+static int actions_for(const sr_policy *p, const char *name, const uint64_t args[6])
+{
+	int seen = 0;
+
+	for (size_t i = 0; i < p->seccomp.n_rules; i++) {
+		const sr_seccomp_rule *r = &p->seccomp.rules[i];
+		for (size_t j = 0; j < r->n_names; j++)
+			if (strcmp(r->names[j], name) == 0 && rule_matches(r, args))
+				seen |= r->action.kind == SR_SCMP_ALLOW ? 1 : 2;
+	}
+	return seen;
+}
+
+/* The ioctl rules must allow every cmd but TIOCSTI and TIOCLINUX, refuse
+ * those whatever the upper 32 bits hold, and never overlap (libseccomp's
+ * order among overlapping rules of one syscall is not defined). */
+static void test_default_ioctl_rules_cover_every_cmd_but_two(void)
+{
+	sr_error err = {0};
+	sr_policy *p = NULL;
+	int wrong = 0;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (!p)
+		return;
+	for (uint64_t hi = 0; hi < 4; hi++)
+		for (uint64_t lo = 0; lo < 0x20000; lo++) {
+			uint64_t cmd = (hi << 31) | lo; /* also sets bits 31 and 32 */
+			uint64_t args[6] = {3, cmd};
+			int refused = (cmd & 0xffffffff) == 0x5412 || (cmd & 0xffffffff) == 0x541C;
+			wrong += actions_for(p, "ioctl", args) != (refused ? 2 : 1);
+		}
+	for (int bit = 0; bit < 64; bit++) {
+		uint64_t args[6] = {3, 0x5412ULL ^ (1ULL << bit)};
+		int refused = bit >= 32;
+		wrong += actions_for(p, "ioctl", args) != (refused ? 2 : 1);
+	}
+	CHECK_INT(wrong, 0);
+	sr_policy_free(p);
+}
+
+static void test_default_clone_and_socket_rules_do_not_overlap(void)
+{
+	static const uint64_t ns[] = {0x00020000, 0x02000000, 0x04000000, 0x08000000,
+				      0x10000000, 0x20000000, 0x40000000};
+	sr_error err = {0};
+	sr_policy *p = NULL;
+	int wrong = 0;
+
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	if (!p)
+		return;
+	uint64_t thread_flags[6] = {0x3d0f00}; /* glibc's pthread_create */
+	wrong += actions_for(p, "clone", thread_flags) != 1;
+	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+		uint64_t args[6] = {ns[i] | 0x11 /* SIGCHLD */};
+		wrong += actions_for(p, "clone", args) != 2;
+	}
+	for (uint64_t af = 0; af < 64; af++) {
+		uint64_t args[6] = {af};
+		int allowed = af == 1 || af == 2 || af == 10;
+		wrong += actions_for(p, "socket", args) != (allowed ? 1 : 2);
+	}
+	uint64_t high[6] = {(1ULL << 32) | 1};
+	wrong += actions_for(p, "socket", high) != 2;
+	CHECK_INT(wrong, 0);
+	sr_policy_free(p);
+}
+
+int main(void)
+{
+	test_default_policy_has_the_documented_values();
+	test_empty_document_is_the_default();
+	test_presets();
+	test_preset_then_limits_whatever_the_key_order();
+	test_overrides_keep_other_defaults();
+	test_environment_and_seccomp_replace_whole_sections();
+	test_limit_errors();
+	test_document_errors();
+	test_filesystem_errors();
+	test_environment_errors();
+	test_seccomp_errors();
+	test_seccomp_conflicts();
+	test_long_values_are_cut_not_overflowed();
+	test_sizes();
+	test_durations();
+	test_set_env();
+	test_to_json_round_trip();
+	test_load_file();
+	test_default_ioctl_rules_cover_every_cmd_but_two();
+	test_default_clone_and_socket_rules_do_not_overlap();
+	return check_report();
+}
