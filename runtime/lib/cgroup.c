@@ -457,6 +457,36 @@ int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err)
 	return 0;
 }
 
+int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], sr_error *err)
+{
+	int n = 0;
+	if (cg->mode == SR_CGROUP_V2)
+		return 0;
+	for (int r = 0; r < R_COUNT && n < SR_CGROUP_MAX_FDS; r++) {
+		if (!first_of_dir(cg, r))
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/tasks", cg->dir[r]);
+		fds[n] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			sr_fail(err, errno, "open %s", path);
+			while (n > 0)
+				close(fds[--n]);
+			return -1;
+		}
+		n++;
+	}
+	return n;
+}
+
+int sr_cgroup_join_self(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (write(fds[i], "0", 1) != 1)
+			return -errno;
+	return 0;
+}
+
 int sr_cgroup_count_procs(sr_cgroup *cg)
 {
 	char path[PATH_MAX], buf[65536];

@@ -29,7 +29,7 @@
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
-#include "seccomp_bpf.h"
+#include "seccomp_cache.h"
 #include "supervise.h"
 #include "util.h"
 
@@ -48,6 +48,8 @@ struct child {
 	const sr_policy *policy;
 	const sr_bpf *filter;
 	char **argv, **envp;
+	const int *join_fds; /* v1: the group's "tasks" files */
+	int n_join_fds;
 	int sync_fd;   /* read: one byte = go, EOF = abort */
 	int report_fd; /* write, close-on-exec */
 	int stdio[3];
@@ -137,6 +139,8 @@ static __attribute__((noreturn)) void contain(const struct child *c)
 	int rc;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		child_fail(c, errno, "set the parent-death signal");
+	if ((rc = sr_cgroup_join_self(c->join_fds, c->n_join_fds)) < 0)
+		child_fail(c, -rc, "join the sandbox cgroup");
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(127); /* the supervisor gave up on us */
 	close(c->sync_fd);
@@ -176,6 +180,7 @@ struct run {
 	char **envp;
 	char *argv[7];
 	int sync[2], report[2], out[2], err[2], in_fd;
+	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
 	int pidfd;
 	pid_t pid;
 };
@@ -229,7 +234,7 @@ static int prepare(struct run *r, sr_error *err)
 		.uid = SR_SANDBOX_UID, .gid = SR_SANDBOX_GID, .code = r->req->code,
 		.code_size = r->req->code_size, .files = r->req->files, .n_files = r->req->n_files,
 	};
-	if (sr_mounts_plan(&spec, &r->plan, err) || sr_seccomp_compile(&p->seccomp, &r->filter, err))
+	if (sr_mounts_plan(&spec, &r->plan, err) || sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))
 		return -1;
 	r->envp = calloc(p->n_env + 1, sizeof *r->envp);
 	if (!r->envp)
@@ -289,7 +294,8 @@ static pid_t clone_sandbox(struct run *r, bool into_cgroup)
 	if (pid == 0) {
 		struct child c = {
 			.plan = &r->plan, .policy = r->p, .filter = &r->filter, .argv = r->argv,
-			.envp = r->envp, .sync_fd = r->sync[0], .report_fd = r->report[1],
+			.envp = r->envp, .join_fds = r->join_fds, .n_join_fds = r->n_join_fds,
+			.sync_fd = r->sync[0], .report_fd = r->report[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1] },
 		};
 		contain(&c);
@@ -313,10 +319,14 @@ static int write_id_maps(pid_t pid, sr_error *err)
 
 static int start(struct run *r, sr_error *err)
 {
-	bool v2 = sr_cgroup_fd(r->cg) >= 0;
-	r->pid = clone_sandbox(r, v2);
-	if (r->pid < 0 && v2 && (errno == EINVAL || errno == E2BIG || errno == EBUSY)) {
-		v2 = false; /* kernel before 5.7: join the cgroup from outside */
+	/* v2: born in its group (CLONE_INTO_CGROUP); v1: the child joins its
+	 * group itself before anything else; old v2 kernels: moved by us. */
+	bool into = sr_cgroup_fd(r->cg) >= 0, attach = false;
+	if (!into && (r->n_join_fds = sr_cgroup_open_join_fds(r->cg, r->join_fds, err)) < 0)
+		return -1;
+	r->pid = clone_sandbox(r, into);
+	if (r->pid < 0 && into && (errno == EINVAL || errno == E2BIG || errno == EBUSY)) {
+		attach = true; /* kernel before 5.7 */
 		r->pid = clone_sandbox(r, false);
 	}
 	if (r->pid < 0)
@@ -328,7 +338,9 @@ static int start(struct run *r, sr_error *err)
 	close_fd(&r->out[1]);
 	close_fd(&r->err[1]);
 	close_fd(&r->in_fd);
-	if (write_id_maps(r->pid, err) || (!v2 && sr_cgroup_attach(r->cg, r->pid, err)) ||
+	for (int i = 0; i < r->n_join_fds; i++)
+		close_fd(&r->join_fds[i]);
+	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
 	    sr_net_setup(r->pidfd, r->p->net_mode, err))
 		return -1;
 	if (write(r->sync[1], "g", 1) != 1)
@@ -412,6 +424,8 @@ static void cleanup(struct run *r)
 		       &r->out[1], &r->err[0], &r->err[1], &r->in_fd };
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		close_fd(fds[i]);
+	for (int i = 0; i < r->n_join_fds; i++)
+		close_fd(&r->join_fds[i]);
 	sr_cgroup_destroy(r->cg, NULL);
 	sr_mounts_plan_free(&r->plan);
 	sr_bpf_free(&r->filter);

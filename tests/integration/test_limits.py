@@ -49,13 +49,18 @@ def test_swap_cannot_extend_memory():
 
 
 def test_cpu_share_is_enforced():
+    """A busy loop under --cpus 0.25 gets a quarter of a core (CPU time over
+    wall time). A quarter, not a half: on a loaded 2-core machine an
+    unthrottled loop still gets far more than 0.35, so this fails without
+    the quota."""
     code = "import time\nend = time.time() + 2\nwhile time.time() < end:\n    pass\n"
-    res = run(code, "--cpus", "0.5")
+    res = run(code, "--cpus", "0.25")
     assert res["status"] == "ok", res
+    assert res["limits"]["cpus"] == 0.25
     share = res["cpu_ms"] / res["duration_ms"]
-    assert 0.35 <= share <= 0.65, res
+    assert 0.15 <= share <= 0.35, res
     full = run(code)
-    assert full["cpu_ms"] / full["duration_ms"] > 0.75, full
+    assert full["cpu_ms"] / full["duration_ms"] > 0.5, full
 
 
 def test_timeout_kills_grandchildren():

@@ -1,0 +1,138 @@
+#include "seccomp_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+/* Bump when the compiler's attributes or output change. */
+#define CACHE_FORMAT 1
+#define CACHE_MAGIC "saferun-bpf\n"
+
+/* The key: every input of the compile, in a fixed textual form. */
+static char *cache_key(const sr_seccomp_policy *p, size_t *len)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	if (!f)
+		return NULL;
+	const struct scmp_version *v = seccomp_version();
+	fprintf(f, "format %d libseccomp %u.%u.%u arch %u\ndefault %d %u\n", CACHE_FORMAT,
+		v->major, v->minor, v->micro, seccomp_arch_native(), (int)p->default_action.kind,
+		p->default_action.errno_ret);
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const sr_seccomp_rule *r = &p->rules[i];
+		fprintf(f, "rule %d %u", (int)r->action.kind, r->action.errno_ret);
+		for (size_t a = 0; a < r->n_args; a++)
+			fprintf(f, " arg %u %d %llu %llu", r->args[a].index, (int)r->args[a].op,
+				(unsigned long long)r->args[a].value, (unsigned long long)r->args[a].value_two);
+		for (size_t n = 0; n < r->n_names; n++)
+			fprintf(f, " %s", r->names[n]);
+		fputc('\n', f);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	*len = size;
+	return buf;
+}
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	for (char *p = buf; len;) {
+		ssize_t n = read(fd, p, len);
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* File: magic, key length, key, program length (insns), program. */
+static int load(const char *path, const char *key, size_t key_len, sr_bpf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	int rc = -1;
+	char magic[sizeof CACHE_MAGIC - 1], *stored = malloc(key_len);
+	uint64_t klen = 0;
+	uint16_t n = 0;
+	if (!stored || read_all(fd, magic, sizeof magic) || memcmp(magic, CACHE_MAGIC, sizeof magic) ||
+	    read_all(fd, &klen, sizeof klen) || klen != key_len || read_all(fd, stored, key_len) ||
+	    memcmp(stored, key, key_len) || read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
+		goto out;
+	out->insns = malloc(n * sizeof *out->insns);
+	if (!out->insns || read_all(fd, out->insns, n * sizeof *out->insns)) {
+		sr_bpf_free(out);
+		goto out;
+	}
+	out->len = n;
+	rc = 0;
+out:
+	free(stored);
+	close(fd);
+	return rc;
+}
+
+/* Write to a temporary file and rename it in: readers see all or nothing. */
+static void store(const char *dir, const char *path, const char *key, size_t key_len,
+		  const sr_bpf *prog)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, getpid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	uint64_t klen = key_len;
+	uint16_t n = prog->len;
+	bool ok = write(fd, CACHE_MAGIC, sizeof CACHE_MAGIC - 1) == sizeof CACHE_MAGIC - 1 &&
+		  write(fd, &klen, sizeof klen) == sizeof klen &&
+		  write(fd, key, key_len) == (ssize_t)key_len && write(fd, &n, sizeof n) == sizeof n &&
+		  write(fd, prog->insns, n * sizeof *prog->insns) == (ssize_t)(n * sizeof *prog->insns);
+	close(fd);
+	if (!ok || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
+			      sr_error *err)
+{
+	size_t key_len;
+	char *key = cache_key(p, &key_len), sub[PATH_MAX], path[PATH_MAX];
+	if (!key)
+		return sr_seccomp_compile(p, out, err);
+	dir = dir ? dir : SR_DEFAULT_CACHE_DIR;
+	snprintf(sub, sizeof sub, "%s/seccomp", dir);
+	snprintf(path, sizeof path, "%s/%016llx.bpf", sub, (unsigned long long)fnv1a(key, key_len));
+	int rc = 0;
+	if (load(path, key, key_len, out) < 0) {
+		rc = sr_seccomp_compile(p, out, err);
+		if (rc == 0) {
+			mkdir(dir, 0755);
+			store(sub, path, key, key_len, out);
+		}
+	}
+	free(key);
+	return rc;
+}

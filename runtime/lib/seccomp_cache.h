@@ -1,0 +1,19 @@
+/* Compiled seccomp programs kept on disk, so a cold CLI run does not pay
+ * libseccomp's ~3 ms compile for a policy it has seen before. */
+#ifndef SR_SECCOMP_CACHE_H
+#define SR_SECCOMP_CACHE_H
+
+#include "saferun.h"
+#include "seccomp_bpf.h"
+
+#define SR_DEFAULT_CACHE_DIR "/var/cache/saferun"
+
+/* Load the program for p from DIR/seccomp, or compile it and store it
+ * there. The cache key is the complete rule set plus the libseccomp
+ * version and arch, compared byte for byte on load, so a stale or
+ * colliding entry is never used. A cache that cannot be read or written
+ * only costs the compile. dir NULL: SR_DEFAULT_CACHE_DIR. */
+int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
+			      sr_error *err);
+
+#endif
