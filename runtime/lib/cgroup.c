@@ -63,7 +63,10 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t size
 	while (rc && getline(&line, &cap, f) > 0) {
 		char r[PATH_MAX], m[PATH_MAX], fstype[64], superopts[1024];
 		char *sep = strstr(line, " - ");
-		if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2 ||
+		/* Most mounts are not cgroups: skip them before parsing. */
+		if (!sep || strncmp(sep + 3, "cgroup", 6) != 0)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2 ||
 		    sscanf(sep + 3, "%63s %*s %1023s", fstype, superopts) != 2)
 			continue;
 		bool match = false;
@@ -344,7 +347,7 @@ static int v2_delegate(const char *dir, bool may_move_self, sr_error *err)
 		rc = sr_write_file(path, "+memory +pids +cpu");
 	}
 	if (rc == -EBUSY)
-		return sr_fail(err, EBUSY, "cgroup %s has other processes, so saferun cannot create "
+		return sr_refuse(err, EBUSY, "cgroup %s has other processes, so saferun cannot create "
 			       "groups below it (run saferun in a cgroup of its own, e.g. "
 			       "systemd-run --scope -p Delegate=yes saferun ...)", dir);
 	if (rc < 0)
@@ -401,7 +404,7 @@ int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_e
 	cg->mode = sr_cgroup_detect();
 	if (cg->mode == SR_CGROUP_NONE) {
 		free(cg);
-		return sr_fail(err, ENOENT, "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
+		return sr_refuse(err, ENOENT, "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
 	}
 	for (int r = 0; r < R_COUNT; r++) {
 		if (cg->mode == SR_CGROUP_V2 && r > 0) {
@@ -413,7 +416,7 @@ int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_e
 			goto fail;
 	}
 	if (!cg->dir[R_FREEZER] && cg->mode != SR_CGROUP_V2) {
-		sr_fail(err, ENOENT, "the v1 freezer controller is not mounted; saferun needs it to kill a sandbox");
+		sr_refuse(err, ENOENT, "the v1 freezer controller is not mounted; saferun needs it to kill a sandbox");
 		goto fail;
 	}
 	if (ops(cg)->apply_limits(cg, lim, err))

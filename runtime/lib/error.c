@@ -17,3 +17,15 @@ int sr_fail(sr_error *err, int errnum, const char *fmt, ...)
 	err->errnum = errnum;
 	return -1;
 }
+
+int sr_refuse(sr_error *err, int errnum, const char *fmt, ...)
+{
+	if (!err)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	err->errnum = errnum;
+	return -1;
+}

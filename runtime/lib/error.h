@@ -10,4 +10,9 @@
 int sr_fail(sr_error *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The same for a refusal whose message already says what and what to do:
+ * errnum is recorded but its text is not appended. */
+int sr_refuse(sr_error *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

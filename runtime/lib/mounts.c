@@ -102,15 +102,15 @@ int sr_mounts_check_name(const char *name, sr_error *err)
 {
 	size_t len = strlen(name);
 	if (len == 0 || len >= PATH_MAX / 2)
-		return sr_fail(err, EINVAL, "file name \"%s\" is empty or too long", name);
+		return sr_refuse(err, EINVAL, "file name \"%s\" is empty or too long", name);
 	if (name[0] == '/')
-		return sr_fail(err, EINVAL, "file name \"%s\" must be relative to the working dir", name);
+		return sr_refuse(err, EINVAL, "file name \"%s\" must be relative to the working dir", name);
 	for (const char *part = name; part; part = strchr(part, '/') ? strchr(part, '/') + 1 : NULL) {
 		size_t plen = strcspn(part, "/");
 		if (plen == 0 || (plen == 1 && part[0] == '.') || (plen == 2 && strncmp(part, "..", 2) == 0))
-			return sr_fail(err, EINVAL, "file name \"%s\" has an empty, \".\" or \"..\" part", name);
+			return sr_refuse(err, EINVAL, "file name \"%s\" has an empty, \".\" or \"..\" part", name);
 		if (plen > NAME_MAX)
-			return sr_fail(err, EINVAL, "file name \"%s\" has a part over %d bytes", name, NAME_MAX);
+			return sr_refuse(err, EINVAL, "file name \"%s\" has a part over %d bytes", name, NAME_MAX);
 	}
 	return 0;
 }
@@ -118,26 +118,31 @@ int sr_mounts_check_name(const char *name, sr_error *err)
 int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err)
 {
 	*rootfs = NULL;
+	/* The name becomes a path: no "..", no "/", no hidden build dirs. */
+	size_t len = strlen(profile), ok = strspn(profile, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+	if (len == 0 || len > 64 || ok != len || profile[0] == '-')
+		return sr_refuse(err, EINVAL, "profile \"%s\" is not a profile name (lowercase letters, "
+			       "digits, '-' and '_'; e.g. host, minimal, datascience)", profile);
 	if (strcmp(profile, "host") == 0) {
 		if (access("/usr/bin/python3", X_OK) < 0)
-			return sr_fail(err, errno, "the host profile needs the host's /usr/bin/python3 "
+			return sr_refuse(err, errno, "the host profile needs the host's /usr/bin/python3 "
 				       "(apt-get install python3, or build a rootfs: saferun rootfs build minimal)");
 		return 0;
 	}
 	char *path, py[PATH_MAX];
 	if (asprintf(&path, "%s/%s", dir, profile) < 0)
-		return sr_fail(err, ENOMEM, "rootfs path");
+		return sr_refuse(err, ENOMEM, "rootfs path");
 	struct stat st;
 	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		int e = errno ? errno : ENOTDIR;
-		sr_fail(err, e, "rootfs profile \"%s\" is not built at %s (build it with "
-			"scripts/build-rootfs %s, or use --profile host)", profile, path, profile);
+		sr_refuse(err, e, "rootfs profile \"%s\" is not built at %s (build it with "
+			"saferun rootfs build %s, or use --profile host)", profile, path, profile);
 		free(path);
 		return -1;
 	}
 	snprintf(py, sizeof py, "%s/usr/bin/python3", path);
 	if (access(py, X_OK) < 0) {
-		sr_fail(err, errno, "rootfs %s has no usable %s (rebuild it with scripts/build-rootfs "
+		sr_refuse(err, errno, "rootfs %s has no usable %s (rebuild it with scripts/build-rootfs "
 			"--force %s)", path, "/usr/bin/python3", profile);
 		free(path);
 		return -1;
@@ -336,7 +341,7 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 	for (size_t i = 0; i < s->n_writable; i++) {
 		const char *w = s->writable[i];
 		if (w[0] != '/' || strstr(w, "/..") || strcmp(w, "/") == 0)
-			return sr_fail(err, EINVAL, "writable dir \"%s\" must be an absolute path below /", w);
+			return sr_refuse(err, EINVAL, "writable dir \"%s\" must be an absolute path below /", w);
 		if (strcmp(w, s->workdir) == 0)
 			*work_index = i;
 		if (s->rootfs) {
@@ -344,17 +349,17 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 			struct stat st;
 			snprintf(path, sizeof path, "%s%s", s->rootfs, w);
 			if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-				return sr_fail(err, ENOENT, "writable dir %s does not exist in rootfs %s "
+				return sr_refuse(err, ENOENT, "writable dir %s does not exist in rootfs %s "
 					       "(rebuild the rootfs or change filesystem.writable)", w, s->rootfs);
 		}
 	}
 	if (*work_index == SIZE_MAX)
-		return sr_fail(err, EINVAL, "working dir %s is not one of the writable dirs", s->workdir);
+		return sr_refuse(err, EINVAL, "working dir %s is not one of the writable dirs", s->workdir);
 	for (size_t i = 0; i < s->n_files; i++) {
 		if (sr_mounts_check_name(s->files[i].name, err))
 			return -1;
 		if (strcmp(s->files[i].name, "main.py") == 0)
-			return sr_fail(err, EEXIST, "file name \"main.py\" is taken by the code itself");
+			return sr_refuse(err, EEXIST, "file name \"main.py\" is taken by the code itself");
 	}
 	return 0;
 }

@@ -14,7 +14,7 @@
 
 #include "error.h"
 #include "saferun.h"
-#include "seccomp_bpf.h"
+#include "seccomp_cache.h"
 
 extern const unsigned char sr_embedded_default_policy[];
 extern const size_t sr_embedded_default_policy_len;
@@ -30,7 +30,10 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_WRITABLE 32
 #define MAX_ENV 1024
 #define MAX_ENV_ENTRY (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
-#define MAX_RULES 4096
+/* libseccomp's rule merging is quadratic: 2048 names compile in ~10 ms,
+ * 16000 take half a second. The default uses about 380. */
+#define MAX_RULES 1024
+#define MAX_NAMES 2048
 #define MAX_ERRNO_RET 4095
 #define JSON_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
@@ -57,7 +60,7 @@ struct lim_spec {
 static const struct lim_spec lim_specs[] = {
 	LIM("wall_time", LIM_DURATION, wall_ms, 10, 24ULL * 3600 * 1000),
 	/* cgroup cpu.max takes at least 1 ms of CPU per 100 ms period */
-	LIM("cpus", LIM_CPUS, cpu_millis, 10, 1024 * 1000),
+	LIM("cpus", LIM_CPUS, cpu_millis, 10, 1024000),
 	LIM("memory", LIM_SIZE, memory_bytes, 16 * MIB, TIB),
 	LIM("swap", LIM_SIZE, swap_bytes, 0, TIB),
 	LIM("pids", LIM_COUNT, pids, 1, 1000000),
@@ -551,12 +554,11 @@ static int parse_limits(const struct ctx *c, const cJSON *obj, sr_limits *l)
 
 static int parse_preset(const struct ctx *c, const cJSON *v, sr_policy *p)
 {
-	char list[64];
-
 	if (want_string(c, "policy.preset", v) < 0)
 		return -1;
 	const struct preset *ps = find_preset(v->valuestring);
 	if (!ps) {
+		char list[64];
 		preset_names(list, sizeof list);
 		return bad_value(c, "policy.preset", v, "is not a preset (known: %s)", list);
 	}
@@ -691,10 +693,11 @@ static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
 static char *env_entry(const struct ctx *c, const cJSON *it)
 {
 	static const char *const base = "policy.environment";
-	char path[PATH_BUF], key[SHOW_MAX];
+	char path[PATH_BUF];
 	char *kv;
 
 	if (it->string[0] == '\0' || strchr(it->string, '=')) {
+		char key[SHOW_MAX];
 		snprintf(key, sizeof key, "%s", it->string);
 		bad(c, base, "\"%s\" is not a variable name (it must be non-empty, without =)", key);
 		return NULL;
@@ -756,8 +759,7 @@ out:
 static int parse_action(const struct ctx *c, const char *path, const cJSON *obj, const char *akey,
 			const char *ekey, sr_seccomp_action *out)
 {
-	const char *names[ARRAY_LEN(actions)];
-	char sub[PATH_BUF], list[256];
+	char sub[PATH_BUF];
 	const cJSON *act = get(obj, akey), *errno_ret = get(obj, ekey);
 	size_t i = 0;
 	uint64_t e = 1; /* EPERM when errnoRet is omitted, as in the OCI spec */
@@ -770,6 +772,8 @@ static int parse_action(const struct ctx *c, const char *path, const cJSON *obj,
 	while (i < ARRAY_LEN(actions) && strcmp(actions[i].name, act->valuestring) != 0)
 		i++;
 	if (i == ARRAY_LEN(actions)) {
+		const char *names[ARRAY_LEN(actions)];
+		char list[256];
 		for (size_t j = 0; j < ARRAY_LEN(actions); j++)
 			names[j] = actions[j].name;
 		join_names(list, sizeof list, names, ARRAY_LEN(actions));
@@ -897,6 +901,15 @@ static int parse_rule(const struct ctx *c, const char *path, const cJSON *obj, s
 	return 0;
 }
 
+static size_t count_names(const cJSON *rules)
+{
+	size_t n = 0;
+
+	for (const cJSON *it = rules->child; it; it = it->next)
+		n += (size_t)cJSON_GetArraySize(get(it, "names"));
+	return n;
+}
+
 static int parse_rules(const struct ctx *c, const cJSON *arr, sr_seccomp_policy *s)
 {
 	static const char *const base = "policy.seccomp.syscalls";
@@ -907,6 +920,8 @@ static int parse_rules(const struct ctx *c, const cJSON *arr, sr_seccomp_policy 
 		return bad_type(c, base, arr, "an array of rules");
 	if (n > MAX_RULES)
 		return bad(c, base, "%d rules, at most %d", n, MAX_RULES);
+	if (count_names(arr) > MAX_NAMES)
+		return bad(c, base, "%zu syscall names in all rules, at most %d", count_names(arr), MAX_NAMES);
 	s->rules = calloc((size_t)n + 1, sizeof *s->rules);
 	if (!s->rules)
 		return oom(c);
@@ -997,13 +1012,14 @@ static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
 }
 
 /* Compiling catches what the checks above cannot see, e.g. two rules with
- * the same args and different actions. */
+ * the same args and different actions. Through the cache: the run that
+ * follows then finds the program compiled. */
 static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
 {
 	sr_error e = {0};
 	sr_bpf prog;
 
-	if (sr_seccomp_compile(s, &prog, &e) == 0) {
+	if (sr_seccomp_compile_cached(s, NULL, &prog, &e) == 0) {
 		sr_bpf_free(&prog);
 		return 0;
 	}
@@ -1236,10 +1252,10 @@ int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err)
 
 int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err)
 {
-	char list[64];
 	const struct preset *ps = name ? find_preset(name) : NULL;
 
 	if (!ps) {
+		char list[64];
 		preset_names(list, sizeof list);
 		sr_fail(err, 0, "preset \"%s\" is unknown (known: %s)", name ? name : "(null)", list);
 		if (err)

@@ -195,29 +195,29 @@ static void close_fd(int *fd)
 static int check_request(const sr_run_request *req, sr_error *err)
 {
 	if (geteuid() != 0)
-		return sr_fail(err, EPERM, "saferun must run as root: it builds namespaces and cgroups "
+		return sr_refuse(err, EPERM, "saferun must run as root: it builds namespaces and cgroups "
 			       "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
-		return sr_fail(err, EINVAL, "no policy given");
+		return sr_refuse(err, EINVAL, "no policy given");
 	if (!req->code)
-		return sr_fail(err, EINVAL, "no code given");
+		return sr_refuse(err, EINVAL, "no code given");
 	if (req->code_size > SR_MAX_CODE_BYTES)
-		return sr_fail(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
+		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
 			       req->code_size, SR_MAX_CODE_BYTES);
 	if (memchr(req->code, '\0', req->code_size))
-		return sr_fail(err, EINVAL, "the code contains a NUL byte; Python source must be text");
+		return sr_refuse(err, EINVAL, "the code contains a NUL byte; Python source must be text");
 	if (!sr_utf8_valid(req->code, req->code_size))
-		return sr_fail(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
+		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
 	uint64_t total = req->code_size;
 	for (size_t i = 0; i < req->n_files; i++)
 		total += req->files[i].size;
 	if (total > req->policy->limits.tmpfs_bytes)
-		return sr_fail(err, EFBIG, "the code and files total %llu bytes, over the writable "
+		return sr_refuse(err, EFBIG, "the code and files total %llu bytes, over the writable "
 			       "tmpfs limit of %llu bytes (raise limits.tmpfs)", (unsigned long long)total,
 			       (unsigned long long)req->policy->limits.tmpfs_bytes);
 	char buf[64];
 	if (sr_read_file("/proc/sys/user/max_user_namespaces", buf, sizeof buf) > 0 && atoi(buf) == 0)
-		return sr_fail(err, EPERM, "user namespaces are disabled on this kernel "
+		return sr_refuse(err, EPERM, "user namespaces are disabled on this kernel "
 			       "(sysctl user.max_user_namespaces=10000)");
 	return 0;
 }
@@ -443,7 +443,6 @@ static void init_result(sr_result *res, const sr_policy *p)
 		snprintf(res->id, sizeof res->id, "sr-%s", hex);
 	else
 		snprintf(res->id, sizeof res->id, "sr-%d-%llu", getpid(), (unsigned long long)sr_now_ms());
-	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s", sr_cgroup_mode_name(sr_cgroup_detect()));
 }
 
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
@@ -458,6 +457,8 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 		cleanup(&r);
 		return -1;
 	}
+	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s",
+		 sr_cgroup_mode_name(sr_cgroup_get_mode(r.cg)));
 	sr_error inner = { 0 };
 	if (start(&r, &inner) || finish(&r, &inner)) {
 		res->status = SR_STATUS_INTERNAL_ERROR;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -43,6 +44,18 @@ static enum scmp_compare scmp_op(sr_seccomp_op op)
 	return map[op];
 }
 
+/* SCMP_ACT_ERRNO keeps 16 bits and the kernel caps errno at 4095 (MAX_ERRNO):
+ * refuse what would silently wrap. */
+static int check_errno(sr_seccomp_action a, const char *what, size_t idx, sr_error *err)
+{
+	if (a.kind != SR_SCMP_ERRNO || a.errno_ret <= 4095)
+		return 0;
+	if (idx == SIZE_MAX)
+		return sr_fail(err, EINVAL, "policy.seccomp.%s: errno %u is above 4095", what, a.errno_ret);
+	return sr_fail(err, EINVAL, "policy.seccomp.syscalls[%zu].%s: errno %u is above 4095", idx, what,
+		       a.errno_ret);
+}
+
 int sr_seccomp_known(const char *name)
 {
 	return seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR ? -1 : 0;
@@ -54,6 +67,8 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t def, const sr_seccomp_rule *r,
 	uint32_t act = scmp_action(r->action);
 	struct scmp_arg_cmp cmp[SR_SECCOMP_MAX_ARGS];
 
+	if (check_errno(r->action, "errnoRet", idx, err) < 0)
+		return -1;
 	/* libseccomp refuses a rule that repeats the default (EACCES); such a
 	 * rule changes nothing, so skip it as runc does. */
 	if (act == def)
@@ -126,9 +141,13 @@ static int export_bpf(scmp_filter_ctx ctx, sr_bpf *out, sr_error *err)
 		goto out;
 	}
 	size_t n = (size_t)st.st_size / sizeof *insns;
-	if (n == 0 || n > BPF_MAXINSNS || n * sizeof *insns != (size_t)st.st_size) {
-		sr_fail(err, E2BIG, "seccomp program of %lld bytes is not 1 to %d instructions",
-			(long long)st.st_size, BPF_MAXINSNS);
+	if (n == 0 || n * sizeof *insns != (size_t)st.st_size) {
+		sr_fail(err, EINVAL, "libseccomp exported a seccomp program of %lld bytes", (long long)st.st_size);
+		goto out;
+	}
+	if (n > BPF_MAXINSNS) {
+		sr_fail(err, E2BIG, "policy.seccomp: the rules compile to %zu BPF instructions, more than the kernel's %d (use fewer rules)",
+			n, BPF_MAXINSNS);
 		goto out;
 	}
 	insns = malloc((size_t)st.st_size);
@@ -155,11 +174,13 @@ int sr_seccomp_compile(const sr_seccomp_policy *p, sr_bpf *out, sr_error *err)
 {
 	int rc = -1;
 	uint32_t def = scmp_action(p->default_action);
-	scmp_filter_ctx ctx = seccomp_init(def);
+	scmp_filter_ctx ctx;
 
 	out->insns = NULL;
 	out->len = 0;
-	if (!ctx)
+	if (check_errno(p->default_action, "defaultErrnoRet", SIZE_MAX, err) < 0)
+		return -1;
+	if (!(ctx = seccomp_init(def)))
 		return sr_fail(err, EINVAL, "seccomp_init with the default action");
 	if (set_attrs(ctx, err) < 0)
 		goto out;

@@ -82,7 +82,7 @@ static void test_default_policy_has_the_documented_values(void)
 	CHECK_INT(p->limits.tmpfs_bytes, 64 * MIB);
 	CHECK_INT(p->limits.output_bytes, MIB);
 	CHECK_INT(p->limits.open_files, 256);
-	CHECK_STR(p->profile, "host");
+	CHECK_STR(p->profile, "datascience");
 	CHECK_STR(p->workdir, "/work");
 	CHECK_INT(p->n_writable, 2);
 	if (p->n_writable == 2) {
@@ -446,6 +446,25 @@ static void test_seccomp_conflicts(void)
 #undef RULE
 }
 
+/* libseccomp's merging is quadratic: a policy must not be able to make the
+ * supervisor compile for minutes. */
+static void test_seccomp_size_caps(void)
+{
+	static const char head[] = "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": "
+				   "[{\"action\": \"SCMP_ACT_ALLOW\", \"names\": [\"read\"";
+	size_t cap = sizeof head + 2049 * 8 + 16, len = sizeof head - 1;
+	char *doc = malloc(cap);
+
+	if (!doc)
+		return;
+	memcpy(doc, head, len);
+	for (int i = 1; i < 2049; i++)
+		len += (size_t)snprintf(doc + len, cap - len, ", \"read\"");
+	snprintf(doc + len, cap - len, "]}]}}");
+	expect_error(doc, "t.json: policy.seccomp.syscalls: 2049 syscall names in all rules, at most 2048");
+	free(doc);
+}
+
 static void test_long_values_are_cut_not_overflowed(void)
 {
 	char doc[8192], key[4000];
@@ -698,11 +717,13 @@ static void test_default_clone_and_socket_rules_do_not_overlap(void)
 		uint64_t args[6] = {ns[i] | 0x11 /* SIGCHLD */};
 		wrong += actions_for(p, "clone", args) != 2;
 	}
-	for (uint64_t af = 0; af < 64; af++) {
-		uint64_t args[6] = {af};
-		int allowed = af == 1 || af == 2 || af == 10;
-		wrong += actions_for(p, "socket", args) != (allowed ? 1 : 2);
-	}
+	for (uint64_t af = 0; af < 64; af++)
+		for (uint64_t proto = 0; proto < 4; proto++) {
+			uint64_t args[6] = {af, 3 /* SOCK_RAW */, proto};
+			/* AF_NETLINK only with NETLINK_ROUTE (0) */
+			int allowed = af == 1 || af == 2 || af == 10 || (af == 16 && proto == 0);
+			wrong += actions_for(p, "socket", args) != (allowed ? 1 : 2);
+		}
 	uint64_t high[6] = {(1ULL << 32) | 1};
 	wrong += actions_for(p, "socket", high) != 2;
 	CHECK_INT(wrong, 0);
@@ -723,6 +744,7 @@ int main(void)
 	test_environment_errors();
 	test_seccomp_errors();
 	test_seccomp_conflicts();
+	test_seccomp_size_caps();
 	test_long_values_are_cut_not_overflowed();
 	test_sizes();
 	test_durations();

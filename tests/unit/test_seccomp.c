@@ -72,15 +72,17 @@ static int p_personality_query(void) { return err_of(personality(0xffffffff)); }
 static int p_personality_set(void) { return err_of(personality(PER_LINUX32)); }
 static int p_getpid(void) { return err_of(syscall(SYS_getpid)); }
 
-static int probe_socket(long domain)
+static int probe_socket_proto(long domain, long proto)
 {
-	long fd = syscall(SYS_socket, domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	long fd = syscall(SYS_socket, domain, SOCK_STREAM | SOCK_CLOEXEC, proto);
 	if (fd < 0 && domain == AF_NETLINK)
-		fd = syscall(SYS_socket, domain, SOCK_RAW | SOCK_CLOEXEC, 0);
+		fd = syscall(SYS_socket, domain, SOCK_RAW | SOCK_CLOEXEC, proto);
 	if (fd >= 0)
 		close((int)fd);
 	return err_of(fd);
 }
+
+static int probe_socket(long domain) { return probe_socket_proto(domain, 0); }
 
 static int p_af_unix(void) { return probe_socket(AF_UNIX); }
 static int p_af_inet(void) { return probe_socket(AF_INET); }
@@ -89,7 +91,8 @@ static int p_af_inet6(void)
 	int e = probe_socket(AF_INET6);
 	return e == EAFNOSUPPORT && access("/proc/net/if_inet6", F_OK) != 0 ? 0 : e; /* no IPv6 here */
 }
-static int p_af_netlink(void) { return probe_socket(AF_NETLINK); }
+static int p_af_netlink_route(void) { return probe_socket_proto(AF_NETLINK, 0); }
+static int p_af_netlink_audit(void) { return probe_socket_proto(AF_NETLINK, 9); }
 static int p_af_packet(void) { return probe_socket(AF_PACKET); }
 static int p_af_alg(void) { return probe_socket(AF_ALG); }
 static int p_af_vsock(void) { return probe_socket(AF_VSOCK); }
@@ -219,7 +222,8 @@ static const struct probe {
 	{"socket AF_UNIX", p_af_unix, 0},
 	{"socket AF_INET", p_af_inet, 0},
 	{"socket AF_INET6", p_af_inet6, 0},
-	{"socket AF_NETLINK", p_af_netlink, EAFNOSUPPORT},
+	{"socket AF_NETLINK NETLINK_ROUTE", p_af_netlink_route, 0},
+	{"socket AF_NETLINK NETLINK_AUDIT", p_af_netlink_audit, EAFNOSUPPORT},
 	{"socket AF_PACKET", p_af_packet, EAFNOSUPPORT},
 	{"socket AF_ALG", p_af_alg, EAFNOSUPPORT},
 	{"socket AF_VSOCK", p_af_vsock, EAFNOSUPPORT},
@@ -309,8 +313,9 @@ static void test_python_runs_under_the_default_filter(const sr_bpf *prog)
 		"a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n"
 		"assert subprocess.run(['/bin/true']).returncode == 0\n"
 		"with tempfile.TemporaryFile() as f: f.write(b'x')\n"
+		"socket.if_nameindex()\n"
 		"try:\n"
-		"    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)\n"
+		"    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)\n"
 		"    sys.exit('netlink allowed')\n"
 		"except OSError as e:\n"
 		"    assert e.errno == 97, e\n"
@@ -357,6 +362,11 @@ static void test_compile_errors_name_the_rule(void)
 	CHECK(prog.insns == NULL);
 	CHECK(strstr(err.msg, "policy.seccomp.syscalls[1]: libseccomp refused the rule for \"write\"") == err.msg);
 	CHECK_INT(err.errnum, EEXIST);
+
+	p.default_action.errno_ret = 70000; /* would wrap to 4464 in SCMP_ACT_ERRNO */
+	CHECK_INT(sr_seccomp_compile(&p, &prog, &err), -1);
+	CHECK_STR(err.msg, "policy.seccomp.defaultErrnoRet: errno 70000 is above 4095: Invalid argument");
+	p.default_action.errno_ret = 38;
 
 	char *bogus[] = {"fooz"};
 	sr_seccomp_rule bad = {.names = bogus, .n_names = 1, .action = {SR_SCMP_ALLOW, 0}};
