@@ -20,9 +20,9 @@ int sr_caps_drop_all(uid_t uid, gid_t gid, const char **step)
 		return -errno;
 	}
 	*step = "lock securebits";
-	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-			    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-			    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+			    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+			    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
 		return -errno;
 	*step = "clear ambient capabilities";
 	if (cap_reset_ambient() < 0)

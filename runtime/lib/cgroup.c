@@ -73,7 +73,8 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t size
 		if (!controller)
 			match = strcmp(fstype, "cgroup2") == 0;
 		else if (strcmp(fstype, "cgroup") == 0)
-			for (char *save, *t = strtok_r(superopts, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			for (char *save, *t = strtok_r(superopts, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save))
 				match = match || strcmp(t, controller) == 0;
 		if (match && strlen(m) < size && strlen(r) < size) {
 			strcpy(mnt, m);
@@ -106,7 +107,8 @@ static int own_path(const char *controller, char *out, size_t size)
 		if (!controller)
 			match = strcmp(line, "0") == 0 && c2 == c1 + 1;
 		else
-			for (char *save, *t = strtok_r(c1 + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			for (char *save, *t = strtok_r(c1 + 1, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save))
 				match = match || strcmp(t, controller) == 0;
 		if (match && strlen(c2 + 1) < size) {
 			strcpy(out, c2 + 1);
@@ -239,8 +241,7 @@ static const struct cg_ops v2_ops = { v2_apply_limits, v2_kill_all, v2_read_stat
 
 /* ---- v1 ----------------------------------------------------------------- */
 
-static int v1_write(sr_cgroup *cg, enum role r, const char *file, const char *val,
-		    sr_error *err)
+static int v1_write(sr_cgroup *cg, enum role r, const char *file, const char *val, sr_error *err)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/%s", cg->dir[r], file);
@@ -261,8 +262,7 @@ static int v1_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
 		snprintf(v, sizeof v, "%" PRIu64, lim->memory_bytes + lim->swap_bytes);
 		if (v1_write(cg, R_MEMORY, "memory.memsw.limit_in_bytes", v, err))
 			return -1;
-	} else if (lim->swap_bytes == 0 &&
-		   v1_write(cg, R_MEMORY, "memory.swappiness", "0", err)) {
+	} else if (lim->swap_bytes == 0 && v1_write(cg, R_MEMORY, "memory.swappiness", "0", err)) {
 		return -1;
 	}
 	snprintf(v, sizeof v, "%" PRIu32, lim->pids);
@@ -294,7 +294,8 @@ static void v1_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
 {
 	char path[PATH_MAX];
 	uint64_t ns = 0;
-	snprintf(path, sizeof path, "%s/cpuacct.usage", cg->dir[R_CPUACCT] ? cg->dir[R_CPUACCT] : "/nonexistent");
+	snprintf(path, sizeof path, "%s/cpuacct.usage",
+		 cg->dir[R_CPUACCT] ? cg->dir[R_CPUACCT] : "/nonexistent");
 	if (sr_read_u64(path, &ns) == 0)
 		st->cpu_usec = ns / 1000u;
 	snprintf(path, sizeof path, "%s/memory.max_usage_in_bytes", cg->dir[R_MEMORY]);
@@ -347,12 +348,16 @@ static int v2_delegate(const char *dir, bool may_move_self, sr_error *err)
 		rc = sr_write_file(path, "+memory +pids +cpu");
 	}
 	if (rc == -EBUSY)
-		return sr_refuse(err, EBUSY, "cgroup %s has other processes, so saferun cannot create "
-			       "groups below it (run saferun in a cgroup of its own, e.g. "
-			       "systemd-run --scope -p Delegate=yes saferun ...)", dir);
+		return sr_refuse(err, EBUSY,
+				 "cgroup %s has other processes, so saferun cannot create "
+				 "groups below it (run saferun in a cgroup of its own, e.g. "
+				 "systemd-run --scope -p Delegate=yes saferun ...)",
+				 dir);
 	if (rc < 0)
-		return sr_fail(err, -rc, "enable memory, pids and cpu controllers in %s "
-			       "(are they delegated to this cgroup?)", path);
+		return sr_fail(err, -rc,
+			       "enable memory, pids and cpu controllers in %s "
+			       "(are they delegated to this cgroup?)",
+			       path);
 	return 0;
 }
 
@@ -361,7 +366,9 @@ static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 	char *own = sr_cgroup_own_dir(cg->mode, role_controller[r]);
 	if (!own)
 		return r == R_FREEZER || r == R_CPUACCT
-		       ? 0 : sr_fail(err, ENOENT, "find the %s cgroup saferun runs in", role_controller[r]);
+			   ? 0
+			   : sr_fail(err, ENOENT, "find the %s cgroup saferun runs in",
+				     role_controller[r]);
 	int rc = -1;
 	if (asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT, own) < 0 ||
 	    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) < 0) {
@@ -404,7 +411,9 @@ int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_e
 	cg->mode = sr_cgroup_detect();
 	if (cg->mode == SR_CGROUP_NONE) {
 		free(cg);
-		return sr_refuse(err, ENOENT, "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
+		return sr_refuse(
+		    err, ENOENT,
+		    "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
 	}
 	for (int r = 0; r < R_COUNT; r++) {
 		if (cg->mode == SR_CGROUP_V2 && r > 0) {
@@ -416,7 +425,9 @@ int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_e
 			goto fail;
 	}
 	if (!cg->dir[R_FREEZER] && cg->mode != SR_CGROUP_V2) {
-		sr_refuse(err, ENOENT, "the v1 freezer controller is not mounted; saferun needs it to kill a sandbox");
+		sr_refuse(
+		    err, ENOENT,
+		    "the v1 freezer controller is not mounted; saferun needs it to kill a sandbox");
 		goto fail;
 	}
 	if (ops(cg)->apply_limits(cg, lim, err))
@@ -455,7 +466,8 @@ int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err)
 		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[r]);
 		int rc = sr_write_file(path, v);
 		if (rc < 0)
-			return sr_fail(err, -rc, "move sandbox process %d into %s", pid, cg->dir[r]);
+			return sr_fail(err, -rc, "move sandbox process %d into %s", pid,
+				       cg->dir[r]);
 	}
 	return 0;
 }

@@ -24,8 +24,8 @@ typedef struct sr_cgroup sr_cgroup;
 typedef struct sr_cgroup_stats {
 	uint64_t cpu_usec;
 	uint64_t peak_memory_bytes;
-	uint64_t oom_kills;   /* processes the OOM killer ended in the group */
-	uint64_t pids_denied; /* forks refused at pids.max */
+	uint64_t oom_kills;      /* processes the OOM killer ended in the group */
+	uint64_t pids_denied;    /* forks refused at pids.max */
 	uint64_t memory_failcnt; /* times the memory limit was hit (v1) */
 } sr_cgroup_stats;
 
@@ -37,8 +37,7 @@ sr_cgroup_mode sr_cgroup_detect(void);
 char *sr_cgroup_own_dir(sr_cgroup_mode mode, const char *controller);
 
 /* Create the sandbox's group(s) and write its limits. */
-int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out,
-		     sr_error *err);
+int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_error *err);
 sr_cgroup_mode sr_cgroup_get_mode(const sr_cgroup *cg);
 /* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int sr_cgroup_fd(const sr_cgroup *cg);

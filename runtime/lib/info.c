@@ -20,7 +20,8 @@ static void add_controllers(cJSON *j, sr_cgroup_mode mode)
 		char *dir = sr_cgroup_own_dir(mode, NULL), path[PATH_MAX], buf[512];
 		snprintf(path, sizeof path, "%s/cgroup.controllers", dir ? dir : "/nonexistent");
 		if (sr_read_file(path, buf, sizeof buf) > 0)
-			for (char *save, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+			for (char *save, *t = strtok_r(buf, " \n", &save); t;
+			     t = strtok_r(NULL, " \n", &save))
 				cJSON_AddItemToArray(arr, cJSON_CreateString(t));
 		cJSON_AddStringToObject(j, "cgroup", dir ? dir : "");
 		free(dir);

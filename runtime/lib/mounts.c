@@ -18,22 +18,22 @@
 /* Paths seen by the child between the two pivots: the stage tmpfs is /,
  * the host root is /oldroot, the sandbox root is being built at /newroot,
  * and the writable tmpfs is /rw. */
-#define STAGE "/tmp"
+#define STAGE   "/tmp"
 #define OLDROOT "/oldroot"
 #define NEWROOT "/newroot"
-#define RW "/rw"
+#define RW      "/rw"
 
 enum op_kind {
-	OP_TMPFS,     /* dst, size, mode */
-	OP_BIND,      /* src (host path) -> dst; ro unless OPF_RW */
-	OP_BIND_NEW,  /* src (path in the stage) -> dst */
-	OP_MKDIR,     /* dst, mode, chown to the sandbox user with OPF_OWN */
-	OP_TOUCH,     /* dst: empty file as a bind target */
-	OP_SYMLINK,   /* src = target, dst */
-	OP_WRITE,     /* dst, data, len, mode; OPF_OWN */
-	OP_PROC,      /* dst */
-	OP_MASK,      /* dst: /dev/null over a file, empty ro tmpfs over a dir */
-	OP_READONLY,  /* dst: make an existing mount read-only (not its submounts) */
+	OP_TMPFS,    /* dst, size, mode */
+	OP_BIND,     /* src (host path) -> dst; ro unless OPF_RW */
+	OP_BIND_NEW, /* src (path in the stage) -> dst */
+	OP_MKDIR,    /* dst, mode, chown to the sandbox user with OPF_OWN */
+	OP_TOUCH,    /* dst: empty file as a bind target */
+	OP_SYMLINK,  /* src = target, dst */
+	OP_WRITE,    /* dst, data, len, mode; OPF_OWN */
+	OP_PROC,     /* dst */
+	OP_MASK,     /* dst: /dev/null over a file, empty ro tmpfs over a dir */
+	OP_READONLY, /* dst: make an existing mount read-only (not its submounts) */
 };
 
 enum op_flags {
@@ -57,12 +57,11 @@ struct sr_mount_op {
 
 /* ---- planning (supervisor side) ---------------------------------------- */
 
-static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags,
-			const char *src, const char *dst_fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags, const char *src,
+			const char *dst_fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags,
-			const char *src, const char *dst_fmt, ...)
+static sr_mount_op *add(sr_mount_plan *p, enum op_kind kind, unsigned flags, const char *src,
+			const char *dst_fmt, ...)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 64;
@@ -104,13 +103,19 @@ int sr_mounts_check_name(const char *name, sr_error *err)
 	if (len == 0 || len >= PATH_MAX / 2)
 		return sr_refuse(err, EINVAL, "file name \"%s\" is empty or too long", name);
 	if (name[0] == '/')
-		return sr_refuse(err, EINVAL, "file name \"%s\" must be relative to the working dir", name);
-	for (const char *part = name; part; part = strchr(part, '/') ? strchr(part, '/') + 1 : NULL) {
+		return sr_refuse(err, EINVAL,
+				 "file name \"%s\" must be relative to the working dir", name);
+	for (const char *part = name; part;
+	     part = strchr(part, '/') ? strchr(part, '/') + 1 : NULL) {
 		size_t plen = strcspn(part, "/");
-		if (plen == 0 || (plen == 1 && part[0] == '.') || (plen == 2 && strncmp(part, "..", 2) == 0))
-			return sr_refuse(err, EINVAL, "file name \"%s\" has an empty, \".\" or \"..\" part", name);
+		if (plen == 0 || (plen == 1 && part[0] == '.') ||
+		    (plen == 2 && strncmp(part, "..", 2) == 0))
+			return sr_refuse(err, EINVAL,
+					 "file name \"%s\" has an empty, \".\" or \"..\" part",
+					 name);
 		if (plen > NAME_MAX)
-			return sr_refuse(err, EINVAL, "file name \"%s\" has a part over %d bytes", name, NAME_MAX);
+			return sr_refuse(err, EINVAL, "file name \"%s\" has a part over %d bytes",
+					 name, NAME_MAX);
 	}
 	return 0;
 }
@@ -119,14 +124,19 @@ int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, 
 {
 	*rootfs = NULL;
 	/* The name becomes a path: no "..", no "/", no hidden build dirs. */
-	size_t len = strlen(profile), ok = strspn(profile, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+	size_t len = strlen(profile),
+	       ok = strspn(profile, "abcdefghijklmnopqrstuvwxyz0123456789_-");
 	if (len == 0 || len > 64 || ok != len || profile[0] == '-')
-		return sr_refuse(err, EINVAL, "profile \"%s\" is not a profile name (lowercase letters, "
-			       "digits, '-' and '_'; e.g. host, minimal, datascience)", profile);
+		return sr_refuse(err, EINVAL,
+				 "profile \"%s\" is not a profile name (lowercase letters, "
+				 "digits, '-' and '_'; e.g. host, minimal, datascience)",
+				 profile);
 	if (strcmp(profile, "host") == 0) {
 		if (access("/usr/bin/python3", X_OK) < 0)
-			return sr_refuse(err, errno, "the host profile needs the host's /usr/bin/python3 "
-				       "(apt-get install python3, or build a rootfs: saferun rootfs build minimal)");
+			return sr_refuse(err, errno,
+					 "the host profile needs the host's /usr/bin/python3 "
+					 "(apt-get install python3, or build a rootfs: saferun "
+					 "rootfs build minimal)");
 		return 0;
 	}
 	char *path, py[PATH_MAX];
@@ -135,15 +145,19 @@ int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, 
 	struct stat st;
 	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		int e = errno ? errno : ENOTDIR;
-		sr_refuse(err, e, "rootfs profile \"%s\" is not built at %s (build it with "
-			"saferun rootfs build %s, or use --profile host)", profile, path, profile);
+		sr_refuse(err, e,
+			  "rootfs profile \"%s\" is not built at %s (build it with "
+			  "saferun rootfs build %s, or use --profile host)",
+			  profile, path, profile);
 		free(path);
 		return -1;
 	}
 	snprintf(py, sizeof py, "%s/usr/bin/python3", path);
 	if (access(py, X_OK) < 0) {
-		sr_refuse(err, errno, "rootfs %s has no usable %s (rebuild it with scripts/build-rootfs "
-			"--force %s)", path, "/usr/bin/python3", profile);
+		sr_refuse(err, errno,
+			  "rootfs %s has no usable %s (rebuild it with scripts/build-rootfs "
+			  "--force %s)",
+			  path, "/usr/bin/python3", profile);
 		free(path);
 		return -1;
 	}
@@ -155,9 +169,9 @@ int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, 
  * few /etc files Python needs, nothing else of the host. */
 static const char *const host_top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 static const char *const host_etc[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "ssl", "ca-certificates",
-	"alternatives", "python3", "python3.11", "python3.12", "python3.13", "matplotlibrc",
-	"fonts", "mime.types",
+	"ld.so.cache",     "ld.so.conf",   "ld.so.conf.d", "localtime",  "ssl",
+	"ca-certificates", "alternatives", "python3",      "python3.11", "python3.12",
+	"python3.13",      "matplotlibrc", "fonts",        "mime.types",
 };
 static const char etc_passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
 				 "sandbox:x:1000:1000:sandbox:/work:/usr/sbin/nologin\n"
@@ -211,8 +225,12 @@ static int plan_host_root(sr_mount_plan *p)
 		if (plan_host_entry(p, host))
 			return -1;
 	}
-	const struct { const char *name, *text; } files[] = {
-		{ "passwd", etc_passwd }, { "group", etc_group }, { "hosts", etc_hosts },
+	const struct {
+		const char *name, *text;
+	} files[] = {
+		{ "passwd", etc_passwd },
+		{ "group", etc_group },
+		{ "hosts", etc_hosts },
 	};
 	for (size_t i = 0; i < 3; i++) {
 		if (!(op = add(p, OP_WRITE, 0, NULL, NEWROOT "/etc/%s", files[i].name)))
@@ -270,8 +288,10 @@ static int plan_dev(sr_mount_plan *p)
 			return -1;
 	}
 	static const char *const links[][2] = {
-		{ "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
-		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+		{ "/proc/self/fd", "fd" },
+		{ "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd/1", "stdout" },
+		{ "/proc/self/fd/2", "stderr" },
 	};
 	for (size_t i = 0; i < 4; i++)
 		if (!add(p, OP_SYMLINK, 0, links[i][0], NEWROOT "/dev/%s", links[i][1]))
@@ -285,7 +305,9 @@ static int plan_dev(sr_mount_plan *p)
 		return -1;
 	op->mode = 0755;
 	return add(p, OP_BIND_NEW, OPF_RW, RW "/shm", NEWROOT "/dev/shm") &&
-	       add(p, OP_READONLY, OPF_DEV, NULL, NEWROOT "/dev") ? 0 : -1;
+		       add(p, OP_READONLY, OPF_DEV, NULL, NEWROOT "/dev")
+		   ? 0
+		   : -1;
 }
 
 /* /proc of the sandbox's own pid namespace, with the host-wide files that
@@ -293,9 +315,10 @@ static int plan_dev(sr_mount_plan *p)
 static int plan_proc(sr_mount_plan *p)
 {
 	static const char *const masked[] = {
-		"kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms",
-		"latency_stats", "acpi", "scsi", "asound", "firmware", "kpagecount",
-		"kpageflags", "kpagecgroup", "vmallocinfo", "config.gz",
+		"kcore",         "keys",        "timer_list",    "sched_debug",
+		"sysrq-trigger", "kallsyms",    "latency_stats", "acpi",
+		"scsi",          "asound",      "firmware",      "kpagecount",
+		"kpageflags",    "kpagecgroup", "vmallocinfo",   "config.gz",
 	};
 	static const char *const readonly[] = { "sys", "irq", "bus", "fs" };
 	if (!add(p, OP_PROC, 0, NULL, NEWROOT "/proc"))
@@ -341,7 +364,8 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 	for (size_t i = 0; i < s->n_writable; i++) {
 		const char *w = s->writable[i];
 		if (w[0] != '/' || strstr(w, "/..") || strcmp(w, "/") == 0)
-			return sr_refuse(err, EINVAL, "writable dir \"%s\" must be an absolute path below /", w);
+			return sr_refuse(err, EINVAL,
+					 "writable dir \"%s\" must be an absolute path below /", w);
 		if (strcmp(w, s->workdir) == 0)
 			*work_index = i;
 		if (s->rootfs) {
@@ -349,17 +373,22 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 			struct stat st;
 			snprintf(path, sizeof path, "%s%s", s->rootfs, w);
 			if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-				return sr_refuse(err, ENOENT, "writable dir %s does not exist in rootfs %s "
-					       "(rebuild the rootfs or change filesystem.writable)", w, s->rootfs);
+				return sr_refuse(
+				    err, ENOENT,
+				    "writable dir %s does not exist in rootfs %s "
+				    "(rebuild the rootfs or change filesystem.writable)",
+				    w, s->rootfs);
 		}
 	}
 	if (*work_index == SIZE_MAX)
-		return sr_refuse(err, EINVAL, "working dir %s is not one of the writable dirs", s->workdir);
+		return sr_refuse(err, EINVAL, "working dir %s is not one of the writable dirs",
+				 s->workdir);
 	for (size_t i = 0; i < s->n_files; i++) {
 		if (sr_mounts_check_name(s->files[i].name, err))
 			return -1;
 		if (strcmp(s->files[i].name, "main.py") == 0)
-			return sr_refuse(err, EEXIST, "file name \"main.py\" is taken by the code itself");
+			return sr_refuse(err, EEXIST,
+					 "file name \"main.py\" is taken by the code itself");
 	}
 	return 0;
 }
@@ -449,8 +478,10 @@ static int apply_one(const sr_mount_op *op)
 	struct stat st;
 	switch (op->kind) {
 	case OP_TMPFS:
-		snprintf(data, sizeof data, "size=%llu,mode=%o", (unsigned long long)op->size, op->mode);
-		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0 ? -errno : 0;
+		snprintf(data, sizeof data, "size=%llu,mode=%o", (unsigned long long)op->size,
+			 op->mode);
+		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0 ? -errno
+											: 0;
 	case OP_BIND:
 	case OP_BIND_NEW:
 		snprintf(src, sizeof src, "%s%s", op->kind == OP_BIND ? OLDROOT : "",
@@ -469,18 +500,21 @@ static int apply_one(const sr_mount_op *op)
 		int fd = open(op->dst, O_WRONLY | O_CREAT | O_CLOEXEC, op->mode ? op->mode : 0644);
 		return fd < 0 ? -errno : close(fd);
 	}
-	case OP_SYMLINK:
-		return symlink(op->src, op->dst) < 0 ? -errno : 0;
-	case OP_WRITE:
-		return write_file(op);
+	case OP_SYMLINK: return symlink(op->src, op->dst) < 0 ? -errno : 0;
+	case OP_WRITE: return write_file(op);
 	case OP_PROC:
-		return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno : 0;
+		return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+			   ? -errno
+			   : 0;
 	case OP_MASK:
 		if (stat(op->dst, &st) < 0)
 			return -errno;
 		if (S_ISDIR(st.st_mode))
-			return mount("tmpfs", op->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				     "size=0,nr_inodes=1,mode=0555") < 0 ? -errno : 0;
+			return mount("tmpfs", op->dst, "tmpfs",
+				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				     "size=0,nr_inodes=1,mode=0555") < 0
+				   ? -errno
+				   : 0;
 		return mount(NEWROOT "/dev/null", op->dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
 	case OP_READONLY:
 		/* Only this mount: the writable binds below it stay writable. */
@@ -492,8 +526,8 @@ static int apply_one(const sr_mount_op *op)
 static const char *op_name(enum op_kind k)
 {
 	static const char *const names[] = {
-		"mount tmpfs on", "bind read-only", "bind", "create dir", "create file",
-		"create symlink", "write", "mount proc on", "mask", "make read-only",
+		"mount tmpfs on", "bind read-only", "bind",          "create dir", "create file",
+		"create symlink", "write",          "mount proc on", "mask",       "make read-only",
 	};
 	return names[k];
 }
@@ -501,12 +535,12 @@ static const char *op_name(enum op_kind k)
 int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size)
 {
 	int rc;
-#define STEP(call, ...)                                          \
-	do {                                                     \
-		if ((rc = (call)) < 0) {                         \
+#define STEP(call, ...)                                         \
+	do {                                                    \
+		if ((rc = (call)) < 0) {                        \
 			snprintf(what, what_size, __VA_ARGS__); \
-			return rc;                               \
-		}                                                \
+			return rc;                              \
+		}                                               \
 	} while (0)
 #define SYS(call) ((call) < 0 ? -errno : 0)
 	/* Nothing we mount may propagate back to the host. */

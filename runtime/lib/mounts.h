@@ -21,14 +21,14 @@ typedef struct sr_mount_plan {
 } sr_mount_plan;
 
 typedef struct sr_fs_spec {
-	const char *rootfs;   /* built profile root on the host, or NULL: host profile */
-	const char *workdir;  /* inside the sandbox */
+	const char *rootfs;  /* built profile root on the host, or NULL: host profile */
+	const char *workdir; /* inside the sandbox */
 	char *const *writable;
 	size_t n_writable;
 	uint64_t tmpfs_bytes;
-	uid_t uid;            /* run-as user inside the sandbox */
+	uid_t uid; /* run-as user inside the sandbox */
 	gid_t gid;
-	const char *code;     /* written to WORKDIR/main.py */
+	const char *code; /* written to WORKDIR/main.py */
 	size_t code_size;
 	const sr_file *files;
 	size_t n_files;
@@ -36,8 +36,7 @@ typedef struct sr_fs_spec {
 
 /* Where the profile lives: NULL rootfs for "host"; otherwise DIR/PROFILE,
  * checked to hold a python3. Caller frees *rootfs. */
-int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs,
-			   sr_error *err);
+int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err);
 /* Check a file name for the working dir: relative, no "..", no empty parts. */
 int sr_mounts_check_name(const char *name, sr_error *err);
 int sr_mounts_plan(const sr_fs_spec *spec, sr_mount_plan *plan, sr_error *err);
@@ -46,7 +45,6 @@ void sr_mounts_plan_free(sr_mount_plan *plan);
 /* In the child, in its new mount namespace, as root of its user namespace:
  * make mounts private, build the new root, pivot into it, chdir to workdir.
  * 0 or -errno; on failure *what says which step and path failed. */
-int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what,
-		    size_t what_size);
+int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size);
 
 #endif

@@ -15,18 +15,12 @@
 static uint32_t scmp_action(sr_seccomp_action a)
 {
 	switch (a.kind) {
-	case SR_SCMP_ALLOW:
-		return SCMP_ACT_ALLOW;
-	case SR_SCMP_ERRNO:
-		return SCMP_ACT_ERRNO(a.errno_ret);
-	case SR_SCMP_KILL_PROCESS:
-		return SCMP_ACT_KILL_PROCESS;
-	case SR_SCMP_KILL_THREAD:
-		return SCMP_ACT_KILL_THREAD;
-	case SR_SCMP_TRAP:
-		return SCMP_ACT_TRAP;
-	case SR_SCMP_LOG:
-		return SCMP_ACT_LOG;
+	case SR_SCMP_ALLOW: return SCMP_ACT_ALLOW;
+	case SR_SCMP_ERRNO: return SCMP_ACT_ERRNO(a.errno_ret);
+	case SR_SCMP_KILL_PROCESS: return SCMP_ACT_KILL_PROCESS;
+	case SR_SCMP_KILL_THREAD: return SCMP_ACT_KILL_THREAD;
+	case SR_SCMP_TRAP: return SCMP_ACT_TRAP;
+	case SR_SCMP_LOG: return SCMP_ACT_LOG;
 	}
 	return SCMP_ACT_KILL_PROCESS;
 }
@@ -34,9 +28,12 @@ static uint32_t scmp_action(sr_seccomp_action a)
 static enum scmp_compare scmp_op(sr_seccomp_op op)
 {
 	static const enum scmp_compare map[] = {
-		[SR_CMP_NE] = SCMP_CMP_NE,	   [SR_CMP_LT] = SCMP_CMP_LT,
-		[SR_CMP_LE] = SCMP_CMP_LE,	   [SR_CMP_EQ] = SCMP_CMP_EQ,
-		[SR_CMP_GE] = SCMP_CMP_GE,	   [SR_CMP_GT] = SCMP_CMP_GT,
+		[SR_CMP_NE] = SCMP_CMP_NE,
+		[SR_CMP_LT] = SCMP_CMP_LT,
+		[SR_CMP_LE] = SCMP_CMP_LE,
+		[SR_CMP_EQ] = SCMP_CMP_EQ,
+		[SR_CMP_GE] = SCMP_CMP_GE,
+		[SR_CMP_GT] = SCMP_CMP_GT,
 		[SR_CMP_MASKED_EQ] = SCMP_CMP_MASKED_EQ,
 	};
 	if ((unsigned)op >= sizeof map / sizeof map[0])
@@ -51,9 +48,10 @@ static int check_errno(sr_seccomp_action a, const char *what, size_t idx, sr_err
 	if (a.kind != SR_SCMP_ERRNO || a.errno_ret <= 4095)
 		return 0;
 	if (idx == SIZE_MAX)
-		return sr_fail(err, EINVAL, "policy.seccomp.%s: errno %u is above 4095", what, a.errno_ret);
-	return sr_fail(err, EINVAL, "policy.seccomp.syscalls[%zu].%s: errno %u is above 4095", idx, what,
-		       a.errno_ret);
+		return sr_fail(err, EINVAL, "policy.seccomp.%s: errno %u is above 4095", what,
+			       a.errno_ret);
+	return sr_fail(err, EINVAL, "policy.seccomp.syscalls[%zu].%s: errno %u is above 4095", idx,
+		       what, a.errno_ret);
 }
 
 int sr_seccomp_known(const char *name)
@@ -61,8 +59,8 @@ int sr_seccomp_known(const char *name)
 	return seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR ? -1 : 0;
 }
 
-static int add_rule(scmp_filter_ctx ctx, uint32_t def, const sr_seccomp_rule *r,
-		    size_t idx, sr_error *err)
+static int add_rule(scmp_filter_ctx ctx, uint32_t def, const sr_seccomp_rule *r, size_t idx,
+		    sr_error *err)
 {
 	uint32_t act = scmp_action(r->action);
 	struct scmp_arg_cmp cmp[SR_SECCOMP_MAX_ARGS];
@@ -86,15 +84,22 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t def, const sr_seccomp_rule *r,
 	for (size_t i = 0; i < r->n_names; i++) {
 		int nr = seccomp_syscall_resolve_name(r->names[i]);
 		if (nr == __NR_SCMP_ERROR)
-			return sr_fail(err, 0, "policy.seccomp.syscalls[%zu].names[%zu]: \"%s\" is not a syscall libseccomp knows",
+			return sr_fail(err, 0,
+				       "policy.seccomp.syscalls[%zu].names[%zu]: \"%s\" is not a "
+				       "syscall libseccomp knows",
 				       idx, i, r->names[i]);
 		if (nr < 0) /* a pseudo-syscall: not on this arch */
 			continue;
 		int rc = seccomp_rule_add_array(ctx, act, nr, (unsigned)r->n_args, cmp);
 		if (rc < 0)
-			return sr_fail(err, -rc, "policy.seccomp.syscalls[%zu]: libseccomp refused the rule for \"%s\"%s",
-				       idx, r->names[i],
-				       rc == -EEXIST ? " (another rule has the same conditions and a different action)" : "");
+			return sr_fail(
+			    err, -rc,
+			    "policy.seccomp.syscalls[%zu]: libseccomp refused the rule for "
+			    "\"%s\"%s",
+			    idx, r->names[i],
+			    rc == -EEXIST
+				? " (another rule has the same conditions and a different action)"
+				: "");
 	}
 	return 0;
 }
@@ -107,11 +112,11 @@ static int set_attrs(scmp_filter_ctx ctx, sr_error *err)
 		const char *name;
 	} attrs[] = {
 		/* x32 and foreign-arch syscalls must not reach the allow-list */
-		{SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "ACT_BADARCH"},
+		{ SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "ACT_BADARCH" },
 		/* the sandbox sets no_new_privs itself, before loading */
-		{SCMP_FLTATR_CTL_NNP, 0, "CTL_NNP"},
+		{ SCMP_FLTATR_CTL_NNP, 0, "CTL_NNP" },
 		/* a binary tree of syscall numbers: ~300 rules, O(log n) checks */
-		{SCMP_FLTATR_CTL_OPTIMIZE, 2, "CTL_OPTIMIZE"},
+		{ SCMP_FLTATR_CTL_OPTIMIZE, 2, "CTL_OPTIMIZE" },
 	};
 	for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
 		int rc = seccomp_attr_set(ctx, attrs[i].attr, attrs[i].value);
@@ -142,11 +147,14 @@ static int export_bpf(scmp_filter_ctx ctx, sr_bpf *out, sr_error *err)
 	}
 	size_t n = (size_t)st.st_size / sizeof *insns;
 	if (n == 0 || n * sizeof *insns != (size_t)st.st_size) {
-		sr_fail(err, EINVAL, "libseccomp exported a seccomp program of %lld bytes", (long long)st.st_size);
+		sr_fail(err, EINVAL, "libseccomp exported a seccomp program of %lld bytes",
+			(long long)st.st_size);
 		goto out;
 	}
 	if (n > BPF_MAXINSNS) {
-		sr_fail(err, E2BIG, "policy.seccomp: the rules compile to %zu BPF instructions, more than the kernel's %d (use fewer rules)",
+		sr_fail(err, E2BIG,
+			"policy.seccomp: the rules compile to %zu BPF instructions, more than the "
+			"kernel's %d (use fewer rules)",
 			n, BPF_MAXINSNS);
 		goto out;
 	}
@@ -195,7 +203,7 @@ out:
 
 int sr_seccomp_load(const sr_bpf *prog)
 {
-	struct sock_fprog fprog = {.len = prog->len, .filter = prog->insns};
+	struct sock_fprog fprog = { .len = prog->len, .filter = prog->insns };
 
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
 		return -errno;

@@ -14,7 +14,7 @@
 
 /* Bump when the compiler's attributes or output change. */
 #define CACHE_FORMAT 1
-#define CACHE_MAGIC "saferun-bpf\n"
+#define CACHE_MAGIC  "saferun-bpf\n"
 
 /* The key: every input of the compile, in a fixed textual form. */
 static char *cache_key(const sr_seccomp_policy *p, size_t *len)
@@ -25,15 +25,16 @@ static char *cache_key(const sr_seccomp_policy *p, size_t *len)
 	if (!f)
 		return NULL;
 	const struct scmp_version *v = seccomp_version();
-	fprintf(f, "format %d libseccomp %u.%u.%u arch %u\ndefault %d %u\n", CACHE_FORMAT,
-		v->major, v->minor, v->micro, seccomp_arch_native(), (int)p->default_action.kind,
+	fprintf(f, "format %d libseccomp %u.%u.%u arch %u\ndefault %d %u\n", CACHE_FORMAT, v->major,
+		v->minor, v->micro, seccomp_arch_native(), (int)p->default_action.kind,
 		p->default_action.errno_ret);
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const sr_seccomp_rule *r = &p->rules[i];
 		fprintf(f, "rule %d %u", (int)r->action.kind, r->action.errno_ret);
 		for (size_t a = 0; a < r->n_args; a++)
 			fprintf(f, " arg %u %d %llu %llu", r->args[a].index, (int)r->args[a].op,
-				(unsigned long long)r->args[a].value, (unsigned long long)r->args[a].value_two);
+				(unsigned long long)r->args[a].value,
+				(unsigned long long)r->args[a].value_two);
 		for (size_t n = 0; n < r->n_names; n++)
 			fprintf(f, " %s", r->names[n]);
 		fputc('\n', f);
@@ -76,9 +77,10 @@ static int load(const char *path, const char *key, size_t key_len, sr_bpf *out)
 	char magic[sizeof CACHE_MAGIC - 1], *stored = malloc(key_len);
 	uint64_t klen = 0;
 	uint16_t n = 0;
-	if (!stored || read_all(fd, magic, sizeof magic) || memcmp(magic, CACHE_MAGIC, sizeof magic) ||
-	    read_all(fd, &klen, sizeof klen) || klen != key_len || read_all(fd, stored, key_len) ||
-	    memcmp(stored, key, key_len) || read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
+	if (!stored || read_all(fd, magic, sizeof magic) ||
+	    memcmp(magic, CACHE_MAGIC, sizeof magic) || read_all(fd, &klen, sizeof klen) ||
+	    klen != key_len || read_all(fd, stored, key_len) || memcmp(stored, key, key_len) ||
+	    read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
 		goto out;
 	out->insns = malloc(n * sizeof *out->insns);
 	if (!out->insns || read_all(fd, out->insns, n * sizeof *out->insns)) {
@@ -106,10 +108,11 @@ static void store(const char *dir, const char *path, const char *key, size_t key
 		return;
 	uint64_t klen = key_len;
 	uint16_t n = prog->len;
-	bool ok = write(fd, CACHE_MAGIC, sizeof CACHE_MAGIC - 1) == sizeof CACHE_MAGIC - 1 &&
-		  write(fd, &klen, sizeof klen) == sizeof klen &&
-		  write(fd, key, key_len) == (ssize_t)key_len && write(fd, &n, sizeof n) == sizeof n &&
-		  write(fd, prog->insns, n * sizeof *prog->insns) == (ssize_t)(n * sizeof *prog->insns);
+	bool ok =
+	    write(fd, CACHE_MAGIC, sizeof CACHE_MAGIC - 1) == sizeof CACHE_MAGIC - 1 &&
+	    write(fd, &klen, sizeof klen) == sizeof klen &&
+	    write(fd, key, key_len) == (ssize_t)key_len && write(fd, &n, sizeof n) == sizeof n &&
+	    write(fd, prog->insns, n * sizeof *prog->insns) == (ssize_t)(n * sizeof *prog->insns);
 	close(fd);
 	if (!ok || rename(tmp, path) < 0)
 		unlink(tmp);

@@ -112,7 +112,8 @@ static int setup_loop(struct loop *l, sr_error *err)
 	if (l->ep < 0 || l->timer < 0)
 		return sr_fail(err, errno, "create the supervisor's epoll and timer");
 	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(l->w->wall_ms / 1000),
-						.tv_nsec = (long)(l->w->wall_ms % 1000) * 1000000 } };
+						.tv_nsec =
+						    (long)(l->w->wall_ms % 1000) * 1000000 } };
 	if (timerfd_settime(l->timer, 0, &its, NULL) < 0)
 		return sr_fail(err, errno, "arm the wall-clock timer");
 	if (watch(l, l->w->pidfd, err) || watch(l, l->timer, err) || watch(l, l->w->out_fd, err) ||
@@ -142,8 +143,14 @@ static void dispatch(struct loop *l, int fd)
 
 int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *err)
 {
-	struct loop l = { .w = w, .res = res, .oc = oc, .ep = -1, .timer = -1,
-			  .out_open = true, .err_open = true, .start_ms = sr_now_ms() };
+	struct loop l = { .w = w,
+			  .res = res,
+			  .oc = oc,
+			  .ep = -1,
+			  .timer = -1,
+			  .out_open = true,
+			  .err_open = true,
+			  .start_ms = sr_now_ms() };
 	int rc = setup_loop(&l, err);
 	uint64_t drain_until = 0;
 	while (rc == 0 && (!l.exited || l.out_open || l.err_open)) {

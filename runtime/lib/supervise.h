@@ -17,7 +17,7 @@ typedef struct sr_report {
 } sr_report;
 
 typedef struct sr_watch {
-	int pidfd;     /* the sandbox's init */
+	int pidfd; /* the sandbox's init */
 	int out_fd, err_fd, report_fd;
 	uint64_t wall_ms;
 	uint64_t output_bytes; /* cap per stream */
@@ -26,7 +26,7 @@ typedef struct sr_watch {
 typedef struct sr_outcome {
 	bool timed_out;
 	bool output_exceeded;
-	bool have_exit;  /* python's wait status arrived */
+	bool have_exit; /* python's wait status arrived */
 	int wstatus;
 	bool setup_failed;
 	int setup_errnum;

@@ -68,7 +68,8 @@ int sr_read_keyed_u64(const char *path, const char *key, uint64_t *out)
 	if (n < 0)
 		return (int)n;
 	size_t klen = strlen(key);
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	for (char *line = buf; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
 			*out = strtoull(line + klen + 1, NULL, 10);
 			return 0;
