@@ -105,7 +105,7 @@ static int own_path(const char *controller, char *out, size_t size)
 		*c2 = '\0';
 		bool match = false;
 		if (!controller)
-			match = strcmp(line, "0") == 0 && c2 == c1 + 1;
+			match = c1 == line + 1 && line[0] == '0' && c2 == c1 + 1; /* "0::path" */
 		else
 			for (char *save, *t = strtok_r(c1 + 1, ",", &save); t;
 			     t = strtok_r(NULL, ",", &save))

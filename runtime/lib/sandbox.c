@@ -320,13 +320,19 @@ static int write_id_maps(pid_t pid, sr_error *err)
 static int start(struct run *r, sr_error *err)
 {
 	/* v2: born in its group (CLONE_INTO_CGROUP); v1: the child joins its
-	 * group itself before anything else; old v2 kernels: moved by us. */
+	 * group itself before anything else; else (kernels before 5.7, or
+	 * SAFERUN_CGROUP_ATTACH=procs to test this path) moved by us. */
 	bool into = sr_cgroup_fd(r->cg) >= 0, attach = false;
-	if (!into && (r->n_join_fds = sr_cgroup_open_join_fds(r->cg, r->join_fds, err)) < 0)
+	const char *force = getenv("SAFERUN_CGROUP_ATTACH");
+	if (force && strcmp(force, "procs") == 0)
+		into = false, attach = true;
+	if (!into && !attach &&
+	    (r->n_join_fds = sr_cgroup_open_join_fds(r->cg, r->join_fds, err)) < 0)
 		return -1;
+	attach = attach || (!into && r->n_join_fds == 0);
 	r->pid = clone_sandbox(r, into);
 	if (r->pid < 0 && into && (errno == EINVAL || errno == E2BIG || errno == EBUSY)) {
-		attach = true; /* kernel before 5.7 */
+		attach = true;
 		r->pid = clone_sandbox(r, false);
 	}
 	if (r->pid < 0)

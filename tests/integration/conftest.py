@@ -25,14 +25,40 @@ def saferun(*args, input=None, timeout=120):
                           timeout=timeout)
 
 
-def run(code, *args, profile="host"):
+def saferun_env(*args, env=None, input=None, timeout=120):
+    return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def run(code, *args, profile="host", env=None):
     """Run code with --json; return the parsed result (asserting it parsed)."""
-    p = saferun("run", "--json", "--profile", profile, *args, "-c", code)
+    p = saferun_env("run", "--json", "--profile", profile, *args, "-c", code, env=env)
     assert p.stdout, f"no JSON from saferun (exit {p.returncode}): {p.stderr.decode()}"
     res = json.loads(p.stdout)
     res["_exit"] = p.returncode
     res["_stderr"] = p.stderr.decode()
     return res
+
+
+def cgroup_mode():
+    return json.loads(saferun("info").stdout)["cgroup_mode"]
+
+
+def pytest_report_header(config):
+    """Say which cgroup path these tests exercise: v2 (in the VM tier) or
+    v1/hybrid (this development machine)."""
+    try:
+        return f"saferun cgroup path: {cgroup_mode()}  (binary {SAFERUN})"
+    except Exception as e:  # the tests will say what is wrong
+        return f"saferun info failed: {e}"
+
+
+def swap_total():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("SwapTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def sandbox_processes():

@@ -14,7 +14,7 @@ def snapshot():
     made count there: saferun's names or the sandbox uid range."""
     def ours(d):
         found = []
-        for e in os.listdir(d):
+        for e in os.listdir(d) if os.path.isdir(d) else []:
             try:
                 st = os.lstat(os.path.join(d, e))
             except FileNotFoundError:

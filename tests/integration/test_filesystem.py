@@ -37,7 +37,6 @@ try:
 except OSError as e:
     print(errno.errorcode[e.errno])
 """
-    assert os.listdir("/root"), "the host's /root should have something to hide"
     res = run(code, profile=profile)
     assert res["status"] == "ok", res
     lines = res["stdout"].splitlines()
