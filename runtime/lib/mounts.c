@@ -248,6 +248,21 @@ static int plan_host_root(sr_mount_plan *p)
 	return 0;
 }
 
+/* The mount point for a writable dir in the skeleton root, with every
+ * parent ("/home/user/work" needs /home and /home/user too). */
+static int plan_mkdir_parents(sr_mount_plan *p, const char *path)
+{
+	for (const char *slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+		int len = slash ? (int)(slash - path) : (int)strlen(path);
+		sr_mount_op *op = add(p, OP_MKDIR, 0, NULL, NEWROOT "%.*s", len, path);
+		if (!op)
+			return -1;
+		op->mode = 0755;
+		if (!slash)
+			return 0;
+	}
+}
+
 static int plan_writable(sr_mount_plan *p, const sr_fs_spec *s, bool skeleton)
 {
 	sr_mount_op *op = add(p, OP_TMPFS, 0, NULL, RW);
@@ -260,10 +275,8 @@ static int plan_writable(sr_mount_plan *p, const sr_fs_spec *s, bool skeleton)
 		if (!(op = add(p, OP_MKDIR, OPF_OWN, NULL, RW "/%zu", i)))
 			return -1;
 		op->mode = work ? 0755 : 01777;
-		if (skeleton && !add(p, OP_MKDIR, 0, NULL, NEWROOT "%s", s->writable[i]))
+		if (skeleton && plan_mkdir_parents(p, s->writable[i]))
 			return -1;
-		if (skeleton)
-			p->ops[p->n - 1].mode = 0755;
 		char src[64];
 		snprintf(src, sizeof src, RW "/%zu", i);
 		if (!add(p, OP_BIND_NEW, OPF_RW, src, NEWROOT "%s", s->writable[i]))

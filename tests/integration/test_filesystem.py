@@ -122,3 +122,11 @@ def test_proc_keys_is_masked():
     res = run("print(repr(open('/proc/keys').read()), repr(open('/proc/timer_list', 'rb').read()[:10]))")
     assert res["status"] == "ok", res
     assert res["stdout"].strip() == "'' b''"
+
+
+def test_policy_workdir_can_be_nested():
+    """A working dir deeper than one level gets its parents in the root."""
+    res = run("import os; open('out.txt', 'w').write('x'); print(os.getcwd(), sorted(os.listdir('.')))",
+              "--policy", os.path.join(os.path.dirname(__file__), "policies", "nested-workdir.json"))
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip() == "/home/user/work ['main.py', 'out.txt']"
