@@ -152,3 +152,17 @@ def test_without_user_namespaces_it_refuses():
     assert p.returncode == 2
     assert "user namespaces are disabled" in p.stderr.decode()
     assert leftover_groups() == []
+
+
+def test_output_that_is_not_utf8_stays_valid_json():
+    p = saferun("run", "--json", "--profile", "host", "-c",
+                "import os; os.write(1, b'ok \\xff\\xfe end\\n'); os.write(2, b'\\x00bin')")
+    res = json.loads(p.stdout)  # would raise on invalid UTF-8 or a raw NUL
+    assert res["stdout"] == "ok \ufffd\ufffd end\n"
+    assert res["stderr"] == "\ufffdbin"
+
+
+def test_plain_output_passes_bytes_through_unchanged():
+    p = saferun("run", "--profile", "host", "-c", "import os; os.write(1, bytes(range(256)))")
+    assert p.returncode == 0
+    assert p.stdout == bytes(range(256))
