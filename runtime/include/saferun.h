@@ -102,7 +102,17 @@ typedef struct sr_policy {
 	char **env; /* "KEY=VALUE", the complete environment */
 	size_t n_env;
 	sr_seccomp_policy seccomp;
+	struct sr_checker_policy {
+		bool enabled;        /* run the pre-execution checker */
+		char **allow;        /* rule ids, rule names or flagged names it relaxes */
+		size_t n_allow;
+		char **rules_off;    /* rule ids turned off */
+		size_t n_rules_off;
+		uint64_t timeout_ms; /* for the confined checker process */
+		uint64_t memory_bytes;
+	} checker;
 } sr_policy;
+typedef struct sr_checker_policy sr_checker_policy;
 
 /* The built-in default policy (policies/default.json, compiled in). */
 int sr_policy_default(sr_policy **out, sr_error *err);
@@ -140,6 +150,9 @@ typedef struct sr_run_request {
 	const void *stdin_data; /* NULL: stdin reads /dev/null */
 	size_t stdin_size;
 	const char *rootfs_dir; /* NULL: SR_DEFAULT_ROOTFS_DIR */
+	const char *const *allow; /* per call: names or rules the checker relaxes */
+	size_t n_allow;
+	bool no_check;            /* skip the pre-execution checker */
 } sr_run_request;
 
 #define SR_DEFAULT_ROOTFS_DIR "/var/lib/saferun/rootfs"
@@ -178,6 +191,8 @@ typedef struct sr_result {
 	sr_limits limits;   /* the limits applied */
 	char cgroup_mode[8]; /* "v2", "v1", "hybrid" */
 	char message[SR_ERROR_MSG_MAX]; /* one line explaining a non-ok status */
+	struct sr_finding *findings; /* SR_STATUS_REJECTED: why */
+	size_t n_findings;
 } sr_result;
 
 /* Build a sandbox, run the code in it, tear everything down.
@@ -190,6 +205,50 @@ void sr_result_free(sr_result *res);
 const char *sr_status_name(sr_status s);
 /* JSON text of a result (caller frees). */
 char *sr_result_to_json(const sr_result *res);
+
+/* ---- the pre-execution checker ---------------------------------------- */
+
+#define SR_CHECK_MAX_FINDINGS 64
+
+typedef struct sr_finding {
+	char rule[8];       /* "SR101" */
+	char rule_name[24]; /* "process" */
+	char name[80];      /* what was flagged: "os.system", "eval", "open" */
+	uint32_t line, col; /* 1-based; col counts characters */
+	char message[400];  /* what is wrong and what to do instead */
+} sr_finding;
+
+typedef struct sr_check_request {
+	const char *code; /* the Python source, UTF-8 */
+	size_t code_size;
+	const sr_policy *policy;  /* checker settings, dirs, network; NULL: default */
+	const char *const *allow; /* per call, on top of the policy's allow list */
+	size_t n_allow;
+	bool in_process; /* skip the confined child (tests, fuzzing) */
+} sr_check_request;
+
+typedef struct sr_check_result {
+	sr_finding *findings; /* none: the code may run */
+	size_t n_findings;
+	size_t n_allowed;     /* findings an allow list relaxed */
+	bool truncated;       /* more than SR_CHECK_MAX_FINDINGS */
+	uint64_t duration_us;
+} sr_check_result;
+
+/* Vet Python source before it runs. Returns 0 when it was checked (no
+ * findings: clean), < 0 when it could not be: bad input (err->errnum
+ * EINVAL, EILSEQ, EFBIG), or the confined checker crashed, ran out of
+ * time or memory (other errnos). */
+int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err);
+void sr_check_result_free(sr_check_result *res);
+/* {"verdict": "clean"|"rejected", "findings": [...], ...} (caller frees) */
+char *sr_check_result_to_json(const sr_check_result *res);
+
+typedef struct sr_check_rule {
+	const char *id, *name, *summary;
+} sr_check_rule;
+/* The rule catalogue. */
+const sr_check_rule *sr_check_rules(size_t *n);
 
 /* ---- the host ---------------------------------------------------------- */
 

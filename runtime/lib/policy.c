@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checker_rules.h"
 #include "error.h"
 #include "saferun.h"
 #include "seccomp_cache.h"
@@ -35,6 +36,8 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_RULES 1024
 #define MAX_NAMES 2048
 #define MAX_ERRNO_RET 4095
+#define MAX_ALLOW 256
+#define MAX_ALLOW_NAME 79
 #define JSON_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
 /* Where errors go: the document's name and the caller's error. */
@@ -1056,6 +1059,149 @@ out:
 	return rc;
 }
 
+/* ---- the checker ------------------------------------------------------------------ */
+
+static void rule_ids(char *buf, size_t n)
+{
+	const char *ids[SR_R_COUNT];
+
+	for (size_t i = 0; i < SR_R_COUNT; i++)
+		ids[i] = sr_rule_table[i].id;
+	join_names(buf, n, ids, SR_R_COUNT);
+}
+
+/* A rule id or name, a dotted Python name (eval, os.system, __import__)
+ * or an AgentRun ignore_unsafe_functions name: all are accepted as they
+ * are; only ids that look like ours but are not are errors. */
+static int check_allow_entry(const struct ctx *c, const char *path, const cJSON *v)
+{
+	char list[256];
+
+	if (want_string(c, path, v) < 0)
+		return -1;
+	const char *s = v->valuestring;
+	size_t len = strlen(s);
+	if (len == 0 || len > MAX_ALLOW_NAME ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != len)
+		return bad_value(c, path, v, "is not a rule id, rule name or Python name (e.g. SR201, eval, os.system)");
+	if (s[0] == 'S' && s[1] == 'R' && len > 2 && strspn(s + 2, "0123456789") == len - 2 && sr_rule_find(s) < 0) {
+		rule_ids(list, sizeof list);
+		return bad_value(c, path, v, "is not a rule (known: %s)", list);
+	}
+	return 0;
+}
+
+static int parse_allow(const struct ctx *c, const cJSON *arr, sr_policy *p)
+{
+	static const char *const base = "policy.checker.allow";
+	char path[PATH_BUF];
+	char **v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, base, arr, "an array of names");
+	if (cJSON_GetArraySize(arr) > MAX_ALLOW)
+		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), MAX_ALLOW);
+	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
+	if (!v)
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next, n++) {
+		path_index(path, base, n);
+		if (check_allow_entry(c, path, it) < 0)
+			goto out;
+		if (!(v[n] = strdup(it->valuestring))) {
+			oom(c);
+			goto out;
+		}
+	}
+	strv_free(p->checker.allow, p->checker.n_allow);
+	p->checker.allow = v;
+	p->checker.n_allow = n;
+	v = NULL;
+	rc = 0;
+out:
+	strv_free(v, n);
+	return rc;
+}
+
+/* Turn rule r on or off in the list of rules turned off. */
+static int set_rule(sr_policy *p, int r, int on)
+{
+	struct sr_checker_policy *ck = &p->checker;
+	const char *id = sr_rule_table[r].id;
+
+	for (size_t i = 0; i < ck->n_rules_off; i++)
+		if (strcmp(ck->rules_off[i], id) == 0) {
+			if (on) {
+				free(ck->rules_off[i]);
+				ck->rules_off[i] = ck->rules_off[--ck->n_rules_off];
+			}
+			return 0;
+		}
+	if (on)
+		return 0;
+	char **grown = realloc(ck->rules_off, (ck->n_rules_off + 1) * sizeof *grown);
+	if (!grown)
+		return -1;
+	ck->rules_off = grown;
+	if (!(grown[ck->n_rules_off] = strdup(id)))
+		return -1;
+	ck->n_rules_off++;
+	return 0;
+}
+
+static int parse_rule_switches(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	char path[PATH_BUF], list[256];
+
+	if (!cJSON_IsObject(obj))
+		return bad_type(c, "policy.checker.rules", obj, "an object of rule ids and true/false");
+	for (const cJSON *k = obj->child; k; k = k->next) {
+		path_key(path, "policy.checker.rules", k->string);
+		for (const cJSON *j = obj->child; j != k; j = j->next)
+			if (strcmp(j->string, k->string) == 0)
+				return bad(c, path, "appears twice");
+		int r = sr_rule_find(k->string);
+		if (r < 0) {
+			rule_ids(list, sizeof list);
+			return bad(c, path, "unknown rule (known: %s, or their names)", list);
+		}
+		if (!cJSON_IsBool(k))
+			return bad_type(c, path, k, "true or false");
+		if (set_rule(p, r, cJSON_IsTrue(k)) < 0)
+			return oom(c);
+	}
+	return 0;
+}
+
+static int parse_checker(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = {"enabled", "allow", "rules", "timeout", "memory", "comment", NULL};
+	static const struct lim_spec timeout = {"timeout", LIM_DURATION, 0, 8, 10, 60000};
+	static const struct lim_spec memory = {"memory", LIM_SIZE, 0, 8, 16 * MIB, 4 * GIB};
+	const cJSON *v;
+
+	if (check_keys(c, "policy.checker", obj, keys) < 0)
+		return -1;
+	if ((v = get(obj, "enabled"))) {
+		if (!cJSON_IsBool(v))
+			return bad_type(c, "policy.checker.enabled", v, "true or false");
+		p->checker.enabled = cJSON_IsTrue(v);
+	}
+	if ((v = get(obj, "allow")) && parse_allow(c, v, p) < 0)
+		return -1;
+	if ((v = get(obj, "rules")) && parse_rule_switches(c, v, p) < 0)
+		return -1;
+	if ((v = get(obj, "timeout")) &&
+	    limit_value(c, "policy.checker.timeout", &timeout, v, &p->checker.timeout_ms) < 0)
+		return -1;
+	if ((v = get(obj, "memory")) &&
+	    limit_value(c, "policy.checker.memory", &memory, v, &p->checker.memory_bytes) < 0)
+		return -1;
+	return 0;
+}
+
 /* ---- documents ------------------------------------------------------------------ */
 
 static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON **out)
@@ -1100,7 +1246,7 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
 	static const char *const keys[] = {"preset", "limits", "filesystem", "network",
-					   "environment", "seccomp", "comment", NULL};
+					   "environment", "seccomp", "checker", "comment", NULL};
 	const cJSON *v;
 
 	if (check_keys(c, "policy", root, keys) < 0)
@@ -1116,6 +1262,8 @@ static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 	if ((v = get(root, "environment")) && parse_env(c, v, p) < 0)
 		return -1;
 	if ((v = get(root, "seccomp")) && parse_seccomp(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "checker")) && parse_checker(c, v, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
 		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
@@ -1147,6 +1295,8 @@ void sr_policy_free(sr_policy *p)
 	strv_free(p->writable, p->n_writable);
 	strv_free(p->env, p->n_env);
 	seccomp_free(&p->seccomp);
+	strv_free(p->checker.allow, p->checker.n_allow);
+	strv_free(p->checker.rules_off, p->checker.n_rules_off);
 	free(p);
 }
 
@@ -1160,6 +1310,9 @@ static sr_policy *policy_new(const char *name)
 	}
 	p->limits = find_preset("medium")->limits;
 	p->net_mode = SR_NET_NONE;
+	p->checker.enabled = true;
+	p->checker.timeout_ms = 2000;
+	p->checker.memory_bytes = 256 * MIB;
 	return p;
 }
 
@@ -1440,6 +1593,35 @@ static int add_network(cJSON *root, const sr_policy *p)
 	return o && cJSON_AddStringToObject(o, "mode", "none") ? 0 : -1;
 }
 
+static int add_strings(cJSON *o, const char *key, char **v, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+
+	for (size_t i = 0; a && i < n; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateString(v[i])))
+			return -1;
+	return a ? 0 : -1;
+}
+
+static int add_checker(cJSON *root, const sr_policy *p)
+{
+	const struct sr_checker_policy *ck = &p->checker;
+	cJSON *o = cJSON_AddObjectToObject(root, "checker");
+	cJSON *rules = NULL;
+
+	if (!o || !cJSON_AddBoolToObject(o, "enabled", ck->enabled) ||
+	    add_strings(o, "allow", ck->allow, ck->n_allow) < 0 ||
+	    !(rules = cJSON_AddObjectToObject(o, "rules")))
+		return -1;
+	for (size_t i = 0; i < ck->n_rules_off; i++)
+		if (!cJSON_AddFalseToObject(rules, ck->rules_off[i]))
+			return -1;
+	if (!cJSON_AddNumberToObject(o, "timeout", (double)ck->timeout_ms / 1000.0) ||
+	    !cJSON_AddNumberToObject(o, "memory", (double)ck->memory_bytes))
+		return -1;
+	return 0;
+}
+
 char *sr_policy_to_json(const sr_policy *p)
 {
 	char *text = NULL;
@@ -1450,7 +1632,8 @@ char *sr_policy_to_json(const sr_policy *p)
 	if (p->preset && !cJSON_AddStringToObject(root, "preset", p->preset))
 		goto out;
 	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
-	    add_network(root, p) < 0 || add_env(root, p) < 0 || add_seccomp(root, &p->seccomp) < 0)
+	    add_network(root, p) < 0 || add_env(root, p) < 0 || add_seccomp(root, &p->seccomp) < 0 ||
+	    add_checker(root, p) < 0)
 		goto out;
 	text = cJSON_Print(root);
 out:

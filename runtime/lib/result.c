@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checker.h"
 #include "saferun.h"
 #include "util.h"
 
@@ -28,7 +29,10 @@ void sr_result_free(sr_result *res)
 	free(res->out.data);
 	free(res->err.data);
 	free(res->merged.data);
+	free(res->findings);
 	res->out = res->err = res->merged = (sr_buf){ 0 };
+	res->findings = NULL;
+	res->n_findings = 0;
 }
 
 /* JSON strings must be UTF-8: bytes that are not become U+FFFD, as
@@ -99,6 +103,7 @@ char *sr_result_to_json(const sr_result *res)
 	cJSON_AddStringToObject(j, "cgroup_mode", res->cgroup_mode);
 	if (res->message[0])
 		cJSON_AddStringToObject(j, "message", res->message);
+	cJSON_AddItemToObject(j, "findings", sr_findings_json(res->findings, res->n_findings));
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

@@ -293,10 +293,10 @@ static void test_document_errors(void)
 	expect_error("[1, 2]", "t.json: policy: expected an object, got an array");
 	expect_error("{\"foo\": 1}",
 		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, comment)");
+		     "environment, seccomp, checker, comment)");
 	expect_error("{\"Limits\": {}}",
 		     "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, comment)");
+		     "environment, seccomp, checker, comment)");
 	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
 	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
 		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");

@@ -1,0 +1,204 @@
+/* The pre-execution checker's public API: settings from the policy and
+ * the call, the confined run, the result and its JSON form. The rules
+ * themselves are in checker_rules.c and checker_scan.c; the tokenizer,
+ * parser and resolver in checker_tok.c, checker_parse.c and
+ * checker_resolve.c; the child process in checker_confine.c. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checker.h"
+#include "checker_confine.h"
+#include "checker_rules.h"
+#include "checker_scan.h"
+#include "error.h"
+#include "saferun.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT_MS 2000
+#define DEFAULT_MEMORY (256u << 20)
+#define MAX_DIRS 40
+#define MAX_ALLOW 256
+
+const sr_check_rule *sr_check_rules(size_t *n)
+{
+	*n = SR_R_COUNT;
+	return sr_rule_table;
+}
+
+/* The settings of one check: pointers into the policy and the request. */
+struct settings {
+	sr_check_config cfg;
+	const char *dirs[MAX_DIRS];
+	const char *allow[MAX_ALLOW];
+	sr_confine_limits lim;
+};
+
+static void add_dir(struct settings *s, const char *d)
+{
+	for (size_t i = 0; i < s->cfg.n_dirs; i++)
+		if (!strcmp(s->dirs[i], d))
+			return;
+	if (s->cfg.n_dirs < MAX_DIRS)
+		s->dirs[s->cfg.n_dirs++] = d;
+}
+
+static int build_settings(const sr_check_request *req, const sr_policy *p, struct settings *s, sr_error *err)
+{
+	memset(s, 0, sizeof *s);
+	s->cfg.dirs = s->dirs;
+	s->cfg.allow = s->allow;
+	add_dir(s, p->workdir ? p->workdir : "/work");
+	for (size_t i = 0; i < p->n_writable; i++)
+		add_dir(s, p->writable[i]);
+	s->cfg.network_off = p->net_mode == SR_NET_NONE;
+	for (size_t i = 0; i < p->checker.n_rules_off; i++) {
+		int r = sr_rule_find(p->checker.rules_off[i]);
+		if (r >= 0)
+			s->cfg.rules_off |= 1u << r;
+	}
+	const char *const *lists[] = { (const char *const *)p->checker.allow, req->allow };
+	size_t counts[] = { p->checker.n_allow, req->n_allow };
+	for (int l = 0; l < 2; l++)
+		for (size_t i = 0; i < counts[l]; i++) {
+			if (s->cfg.n_allow == MAX_ALLOW)
+				return sr_refuse(err, EINVAL, "more than %d allow-list entries", MAX_ALLOW);
+			if (!lists[l][i] || !lists[l][i][0])
+				return sr_refuse(err, EINVAL, "an allow-list entry is empty (give a rule id, "
+						 "a rule name or a name such as eval or open)");
+			s->allow[s->cfg.n_allow++] = lists[l][i];
+		}
+	s->lim.timeout_ms = p->checker.timeout_ms ? p->checker.timeout_ms : DEFAULT_TIMEOUT_MS;
+	s->lim.memory_bytes = p->checker.memory_bytes ? p->checker.memory_bytes : DEFAULT_MEMORY;
+	return 0;
+}
+
+static int check_input(const sr_check_request *req, sr_error *err)
+{
+	if (!req->code)
+		return sr_refuse(err, EINVAL, "no code given");
+	if (req->code_size > SR_MAX_CODE_BYTES)
+		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap", req->code_size,
+				 SR_MAX_CODE_BYTES);
+	if (memchr(req->code, '\0', req->code_size))
+		return sr_refuse(err, EINVAL, "the code contains a NUL byte; Python source must be text");
+	if (!sr_utf8_valid(req->code, req->code_size))
+		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
+	return 0;
+}
+
+struct job {
+	const char *code;
+	size_t size;
+	const sr_check_config *cfg;
+};
+
+static void run_job(void *arg, sr_arena *a, void *out, size_t out_size)
+{
+	const struct job *j = arg;
+	(void)out_size;
+	sr_checker_run(j->code, j->size, j->cfg, a, out);
+}
+
+static int run_in_process(const struct job *j, const sr_confine_limits *lim, sr_check_out *out)
+{
+	sr_arena a;
+	sr_arena_init_heap(&a, lim->memory_bytes);
+	sr_checker_run(j->code, j->size, j->cfg, &a, out);
+	sr_arena_free(&a);
+	return 0;
+}
+
+static int copy_result(const sr_check_out *out, sr_check_result *res, sr_error *err)
+{
+	if (out->magic != SR_CHECK_MAGIC || out->n > SR_CHECK_MAX_FINDINGS)
+		return sr_refuse(err, EPROTO, "the checker returned a malformed result");
+	if (out->status == -2)
+		return sr_refuse(err, ENOMEM, "the code is too large or complex to check within the checker's "
+				 "memory limit (raise checker.memory in the policy)");
+	res->findings = calloc(out->n ? out->n : 1, sizeof *res->findings);
+	if (!res->findings)
+		return sr_fail(err, ENOMEM, "copy the checker's findings");
+	memcpy(res->findings, out->f, out->n * sizeof *out->f);
+	for (uint32_t i = 0; i < out->n; i++) {
+		sr_finding *f = &res->findings[i];
+		f->rule[sizeof f->rule - 1] = f->rule_name[sizeof f->rule_name - 1] = '\0';
+		f->name[sizeof f->name - 1] = f->message[sizeof f->message - 1] = '\0';
+	}
+	res->n_findings = out->n;
+	res->n_allowed = out->n_allowed;
+	res->truncated = out->truncated != 0;
+	return 0;
+}
+
+int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
+{
+	memset(res, 0, sizeof *res);
+	sr_policy *def = NULL;
+	const sr_policy *p = req->policy;
+	if (check_input(req, err) < 0)
+		return -1;
+	if (!p && sr_policy_default(&def, err) < 0)
+		return -1;
+	struct settings *s = malloc(sizeof *s);
+	sr_check_out *out = malloc(sizeof *out);
+	int rc = -1;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!s || !out) {
+		sr_fail(err, ENOMEM, "allocate the checker's result");
+		goto out;
+	}
+	if (build_settings(req, p ? p : def, s, err) < 0)
+		goto out;
+	struct job j = { req->code, req->code_size, &s->cfg };
+	if (req->in_process)
+		run_in_process(&j, &s->lim, out);
+	else if (sr_confine_run(run_job, &j, &s->lim, out, sizeof *out, err) < 0)
+		goto out;
+	rc = copy_result(out, res, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	res->duration_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+out:
+	free(s);
+	free(out);
+	sr_policy_free(def);
+	return rc;
+}
+
+void sr_check_result_free(sr_check_result *res)
+{
+	free(res->findings);
+	memset(res, 0, sizeof *res);
+}
+
+cJSON *sr_findings_json(const sr_finding *f, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; arr && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "rule", f[i].rule);
+		cJSON_AddStringToObject(o, "rule_name", f[i].rule_name);
+		cJSON_AddStringToObject(o, "name", f[i].name);
+		cJSON_AddNumberToObject(o, "line", f[i].line);
+		cJSON_AddNumberToObject(o, "col", f[i].col);
+		cJSON_AddStringToObject(o, "message", f[i].message);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+char *sr_check_result_to_json(const sr_check_result *res)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "verdict", res->n_findings ? "rejected" : "clean");
+	cJSON_AddItemToObject(j, "findings", sr_findings_json(res->findings, res->n_findings));
+	cJSON_AddNumberToObject(j, "allowed", (double)res->n_allowed);
+	cJSON_AddBoolToObject(j, "truncated", res->truncated);
+	cJSON_AddNumberToObject(j, "duration_us", (double)res->duration_us);
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}

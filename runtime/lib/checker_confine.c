@@ -1,0 +1,149 @@
+/* The confined child (checker_confine.h). */
+#include "checker_confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+
+/* The child's address space now (statm counts pages). */
+static uint64_t address_space(void)
+{
+	char buf[64];
+	if (sr_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
+		return 0;
+	return strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* In the child: lock down, compute, write, exit. Exit codes say which
+ * step failed (seen only when one does). */
+static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg, const sr_confine_limits *lim,
+					     int wfd, size_t out_size)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Strict mode still allows read and write on any open fd: keep one. */
+	if ((wfd > 0 && syscall(SYS_close_range, 0u, (unsigned)wfd - 1, 0u) < 0) ||
+	    syscall(SYS_close_range, (unsigned)wfd + 1, ~0u, 0u) < 0)
+		_exit(10);
+	void *mem = mmap(NULL, lim->memory_bytes + out_size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		_exit(11);
+	uint64_t as = address_space();
+	struct rlimit no_core = { 0, 0 }, cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 };
+	struct rlimit space = { as + (1u << 20), as + (1u << 20) };
+	if (setrlimit(RLIMIT_CORE, &no_core) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
+	    (as && setrlimit(RLIMIT_AS, &space) < 0))
+		_exit(12);
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) < 0)
+		_exit(13);
+	sr_arena a;
+	sr_arena_init_fixed(&a, (char *)mem + out_size, lim->memory_bytes);
+	fn(arg, &a, mem, out_size);
+	/* exit, not exit_group: strict mode allows only the former. */
+	syscall(SYS_exit, write_all(wfd, mem, out_size) < 0 ? 14 : 0);
+	__builtin_unreachable();
+}
+
+/* Read the child's output until EOF or the deadline. */
+static int collect(int rfd, uint64_t deadline, char *out, size_t out_size, size_t *got)
+{
+	char sink[4096];
+	for (;;) {
+		uint64_t now = sr_now_ms();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd pfd = { rfd, POLLIN, 0 };
+		int rc = poll(&pfd, 1, (int)(deadline - now));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		if (rc == 0)
+			continue;
+		char *dst = *got < out_size ? out + *got : sink;
+		size_t room = *got < out_size ? out_size - *got : sizeof sink;
+		ssize_t n = read(rfd, dst, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		*got += (size_t)n;
+	}
+}
+
+static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size, const sr_confine_limits *lim,
+		   sr_error *err)
+{
+	if (rc == -ETIMEDOUT)
+		return sr_refuse(err, ETIMEDOUT, "the checker ran out of time (%llu ms) and was killed",
+				 (unsigned long long)lim->timeout_ms);
+	if (rc < 0)
+		return sr_fail(err, -rc, "read the checker's output");
+	if (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED)
+		return sr_refuse(err, ECHILD, "the checker process was killed by signal %d (%s)%s", si->si_status,
+				 strsignal(si->si_status),
+				 si->si_status == SIGKILL ? " (a seccomp violation or a resource limit)" : "");
+	if (si->si_status != 0)
+		return sr_refuse(err, ECHILD, "the checker process failed (exit status %d)", si->si_status);
+	if (got != out_size)
+		return sr_refuse(err, EPROTO, "the checker process wrote %zu bytes, expected %zu", got, out_size);
+	return 0;
+}
+
+int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
+		   size_t out_size, sr_error *err)
+{
+	int p[2], pidfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sr_fail(err, errno, "create the checker's pipe");
+	uint64_t deadline = sr_now_ms() + lim->timeout_ms;
+	/* A raw clone: no atfork handlers in a caller's threads, and a pidfd
+	 * to wait on even if the caller reaps children with waitpid(-1). */
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &pidfd, NULL, 0);
+	if (pid == 0) {
+		close(p[0]);
+		child(fn, arg, lim, p[1], out_size);
+	}
+	int saved = errno;
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return sr_fail(err, saved, "start the checker process");
+	}
+	size_t got = 0;
+	int rc = collect(p[0], deadline, out, out_size, &got);
+	close(p[0]);
+	if (rc < 0)
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	siginfo_t si = { 0 };
+	while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	return explain(rc, &si, got, out_size, lim, err);
+}

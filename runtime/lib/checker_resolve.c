@@ -1,0 +1,516 @@
+/* Name and chain resolution (checker_resolve.h). Bindings are flow
+ * insensitive: a name's value is the union of every value bound to it in
+ * its scope (at most SR_VALS_MAX), so a branch cannot hide an alias. At
+ * module and class level the builtin stays possible too unless an
+ * unconditional binding precedes the use, because `if 0: eval = None`
+ * leaves the builtin in place at run time. */
+#include "checker_resolve.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAXDEPTH 8
+#define BUDGET 4096 /* resolution steps per chain: bounds pathological alias webs */
+
+typedef struct rctx {
+	const sr_program *p;
+	uint32_t budget;
+} rctx;
+
+static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth, sr_vals *out);
+static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, sr_vals *out);
+
+/* ---- values -------------------------------------------------------------- */
+
+static void add(sr_vals *vs, uint8_t kind, const char *q)
+{
+	for (uint8_t i = 0; i < vs->n; i++)
+		if (vs->v[i].kind == kind && strcmp(vs->v[i].q, q) == 0)
+			return;
+	if (vs->n == SR_VALS_MAX)
+		return;
+	sr_val *v = &vs->v[vs->n++];
+	v->kind = kind;
+	if (snprintf(v->q, sizeof v->q, "%s", q) >= (int)sizeof v->q)
+		v->kind = SR_V_UNKNOWN; /* too long to be one of ours */
+}
+
+static void add_all(sr_vals *to, const sr_vals *from)
+{
+	for (uint8_t i = 0; i < from->n; i++)
+		add(to, from->v[i].kind, from->v[i].q);
+}
+
+static void unknown(sr_vals *vs)
+{
+	add(vs, SR_V_UNKNOWN, "");
+}
+
+/* Modules that others re-export (shutil.os, os.sys, ...) and private
+ * aliases, mapped to the module everyone knows. */
+static const char *canonical_module(const char *name, size_t n)
+{
+	static const char *const same[] = { "os", "sys", "subprocess", "builtins", "importlib", "ctypes",
+					    "socket", "pickle", "marshal", "signal", "pty", "runpy", NULL };
+	static const char *const alias[][2] = { { "posix", "os" }, { "nt", "os" }, { "_os", "os" },
+						{ "__builtin__", "builtins" }, { "_pickle", "pickle" },
+						{ "cPickle", "pickle" }, { "_signal", "signal" }, { NULL, NULL } };
+	for (const char *const *s = same; *s; s++)
+		if (strlen(*s) == n && memcmp(*s, name, n) == 0)
+			return *s;
+	for (size_t i = 0; alias[i][0]; i++)
+		if (strlen(alias[i][0]) == n && memcmp(alias[i][0], name, n) == 0)
+			return alias[i][1];
+	return NULL;
+}
+
+/* A qualified name with its first component canonical. */
+static void add_qual(sr_vals *vs, const char *q)
+{
+	char buf[SR_QMAX];
+	size_t n = strcspn(q, ".");
+	const char *c = canonical_module(q, n);
+	if (c && snprintf(buf, sizeof buf, "%s%s", c, q + n) < (int)sizeof buf)
+		q = buf;
+	add(vs, SR_V_QUAL, q);
+}
+
+void sr_canonical(const char *q, char *out, size_t cap)
+{
+	size_t n = strcspn(q, ".");
+	const char *c = canonical_module(q, n);
+	if (!c || snprintf(out, cap, "%s%s", c, q + n) >= (int)cap)
+		snprintf(out, cap, "%s", q);
+}
+
+static void attr(const sr_vals *base, const char *name, sr_vals *out)
+{
+	static const char *const getters[] = { "get", "__getitem__", "pop", "setdefault", NULL };
+	char buf[SR_QMAX];
+	for (uint8_t i = 0; i < base->n; i++) {
+		const sr_val *v = &base->v[i];
+		size_t ql = strlen(v->q);
+		int ns = v->kind == SR_V_GLOBALS || strcmp(v->q, "sys.modules") == 0 ||
+			 (ql > 9 && strcmp(v->q + ql - 9, ".__dict__") == 0);
+		int getter = 0;
+		for (const char *const *g = getters; *g; g++)
+			getter |= strcmp(*g, name) == 0;
+		const char *re = canonical_module(name, strlen(name));
+		if (ns && getter)
+			add(out, SR_V_GETTER, v->kind == SR_V_GLOBALS ? "" : v->q);
+		else if (v->kind != SR_V_QUAL)
+			unknown(out);
+		else if (re && strcmp(v->q, "builtins") != 0)
+			add(out, SR_V_QUAL, re); /* shutil.os is os */
+		else if (snprintf(buf, sizeof buf, "%s.%s", v->q, name) < (int)sizeof buf)
+			add(out, SR_V_QUAL, buf);
+		else
+			unknown(out);
+	}
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth, sr_vals *out);
+
+static void builtin_or_star(rctx *r, const char *name, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	char buf[SR_QMAX];
+	for (uint32_t b = sr_parse_lookup(p, 0, NULL); b != SR_NO_MATCH; b = p->binds[b].next)
+		if (snprintf(buf, sizeof buf, "%s.%s", p->binds[b].qual, name) < (int)sizeof buf)
+			add_qual(out, buf);
+	if (strcmp(name, "__builtins__") == 0)
+		add(out, SR_V_QUAL, "builtins");
+	else if (snprintf(buf, sizeof buf, "builtins.%s", name) < (int)sizeof buf)
+		add(out, SR_V_QUAL, buf);
+}
+
+static void binding_value(rctx *r, const sr_binding *b, int depth, sr_vals *out)
+{
+	switch (b->kind) {
+	case SR_B_IMPORT:
+		add_qual(out, b->qual);
+		break;
+	case SR_B_VALUE:
+		eval_range(r, b->vstart, b->vend, b->elem, depth + 1, out);
+		break;
+	default:
+		unknown(out);
+	}
+}
+
+/* Every value of the bindings of name in scope s (first binding b). */
+static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t at, int depth, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	int definite = 0, deleted = 0;
+	for (; b != SR_NO_MATCH && r->budget; b = p->binds[b].next, r->budget--) {
+		const sr_binding *bd = &p->binds[b];
+		if (bd->kind == SR_B_GLOBAL && s != 0) {
+			resolve_name(r, name, 0, UINT32_MAX, depth + 1, out);
+			return;
+		}
+		if (bd->kind == SR_B_DEL) {
+			deleted = 1;
+			continue;
+		}
+		if (bd->kind == SR_B_GLOBAL)
+			continue;
+		binding_value(r, bd, depth, out);
+		definite |= !bd->conditional && bd->tok < at;
+	}
+	if (p->scopes[s].kind != SR_S_FUNCTION && p->scopes[s].kind != SR_S_COMPREHENSION &&
+	    (!definite || deleted))
+		builtin_or_star(r, name, out);
+}
+
+static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	if (depth > MAXDEPTH || !r->budget) {
+		unknown(out);
+		return;
+	}
+	r->budget--;
+	int skip_class = 0;
+	for (uint32_t s = scope;;) {
+		const sr_scope *sc = &p->scopes[s];
+		if (!(skip_class && sc->kind == SR_S_CLASS)) {
+			uint32_t b = sr_parse_lookup(p, s, name);
+			if (b != SR_NO_MATCH) {
+				gather(r, b, s, name, s == scope ? at : UINT32_MAX, depth, out);
+				return;
+			}
+		}
+		if (s == 0)
+			break;
+		skip_class |= sc->kind == SR_S_FUNCTION;
+		s = sc->parent;
+	}
+	builtin_or_star(r, name, out);
+}
+
+/* ---- token ranges ----------------------------------------------------------- */
+
+uint32_t sr_skip(const sr_program *p, uint32_t j)
+{
+	const sr_token *t = &p->toks.v[j];
+	int open = t->type == SR_T_FSTART || (t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0]));
+	return open && t->match != SR_NO_MATCH && t->match > j ? t->match + 1 : j + 1;
+}
+
+static uint32_t find_kw(const sr_program *p, uint32_t a, uint32_t b, const char *kw)
+{
+	for (uint32_t j = a; j < b; j = sr_skip(p, j))
+		if (sr_tok_kw(&p->toks.v[j], kw))
+			return j;
+	return b;
+}
+
+static uint32_t find_op(const sr_program *p, uint32_t a, uint32_t b, const char *op)
+{
+	for (uint32_t j = a; j < b; j = sr_skip(p, j))
+		if (sr_tok_op(&p->toks.v[j], op))
+			return j;
+	return b;
+}
+
+static void strip_parens(const sr_program *p, uint32_t *a, uint32_t *b)
+{
+	while (*a + 1 < *b && sr_tok_op(&p->toks.v[*a], "(") && p->toks.v[*a].match == *b - 1) {
+		(*a)++;
+		(*b)--;
+	}
+}
+
+/* The value of the expression in [a, b) (element elem of a tuple). */
+static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	if (depth > MAXDEPTH || a >= b || !r->budget) {
+		unknown(out);
+		return;
+	}
+	r->budget--;
+	strip_parens(p, &a, &b);
+	if (elem != SR_NO_MATCH) {
+		if ((sr_tok_op(&p->toks.v[a], "[") || sr_tok_op(&p->toks.v[a], "(")) && p->toks.v[a].match == b - 1) {
+			a++;
+			b--;
+		}
+		for (uint32_t k = 0; k < elem && a < b; k++)
+			a = find_op(p, a, b, ",") + 1;
+		b = find_op(p, a, b, ",");
+		eval_range(r, a, b, SR_NO_MATCH, depth, out);
+		return;
+	}
+	uint32_t cut = find_kw(p, a, b, "if");
+	if (cut == b)
+		cut = find_kw(p, a, b, "or");
+	if (cut == b)
+		cut = find_kw(p, a, b, "and");
+	if (cut < b) {
+		const char *kw = p->toks.v[cut].text;
+		eval_range(r, a, cut, SR_NO_MATCH, depth + 1, out);
+		uint32_t rest = kw[0] == 'i' ? find_kw(p, cut, b, "else") : cut;
+		eval_range(r, rest + 1, b, SR_NO_MATCH, depth + 1, out);
+		return;
+	}
+	sr_vals v = { 0 };
+	if (chain(r, a, depth + 1, NULL, NULL, &v) == b)
+		add_all(out, &v);
+	else
+		unknown(out);
+}
+
+/* ---- strings ---------------------------------------------------------------- */
+
+static size_t append(char *buf, size_t cap, size_t n, const char *s, size_t len)
+{
+	size_t room = cap - 1 - n;
+	size_t k = len < room ? len : room;
+	memcpy(buf + n, s, k);
+	buf[n + k] = '\0';
+	return n + k;
+}
+
+/* An f-string's literal head; *complete when it has no field. */
+static uint32_t fstring_head(const sr_program *p, uint32_t j, char *buf, size_t cap, size_t *n, int *complete)
+{
+	const sr_token *t = p->toks.v;
+	uint32_t end = t[j].match == SR_NO_MATCH ? j + 1 : t[j].match;
+	for (j++; j < end && t[j].type == SR_T_FMIDDLE; j++)
+		*n = append(buf, cap, *n, t[j].text, t[j].text_len);
+	*complete = j == end;
+	return end + 1;
+}
+
+int sr_fold_string(const sr_program *p, uint32_t a, uint32_t b, char *buf, size_t cap)
+{
+	const sr_token *t = p->toks.v;
+	size_t n = 0;
+	buf[0] = '\0';
+	strip_parens(p, &a, &b);
+	if (a >= b || (t[a].type != SR_T_STRING && t[a].type != SR_T_FSTART))
+		return -1;
+	for (uint32_t j = a; j < b;) {
+		if (t[j].type == SR_T_STRING && !(t[j].flags & SR_TF_OPAQUE)) {
+			n = append(buf, cap, n, t[j].text, t[j].text_len);
+			j++;
+		} else if (t[j].type == SR_T_FSTART) {
+			int complete;
+			j = fstring_head(p, j, buf, cap, &n, &complete);
+			if (!complete)
+				return 0;
+		} else if (t[j].type == SR_T_STRING || sr_tok_op(&t[j], "%")) {
+			return 0; /* an undecoded escape; or "head %s" % x */
+		} else if (sr_tok_op(&t[j], "+") && j + 1 < b &&
+			   (t[j + 1].type == SR_T_STRING || t[j + 1].type == SR_T_FSTART)) {
+			j++;
+		} else if (sr_tok_op(&t[j], ".") && j + 1 < b && sr_tok_streq(&t[j + 1], "format")) {
+			buf[strcspn(buf, "{")] = '\0';
+			return 0;
+		} else {
+			return sr_tok_op(&t[j], "+") ? 0 : -1;
+		}
+	}
+	return n < cap - 1 ? 1 : 0;
+}
+
+/* ---- calls -------------------------------------------------------------------- */
+
+int sr_call_nargs(const sr_program *p, uint32_t open)
+{
+	uint32_t close = p->toks.v[open].match;
+	int n = 0;
+	if (close == SR_NO_MATCH || close == open + 1)
+		return 0;
+	for (uint32_t j = open + 1; j < close; j = find_op(p, j, close, ",") + 1)
+		n++;
+	return n;
+}
+
+int sr_call_arg(const sr_program *p, uint32_t open, int k, const char *kw, uint32_t *a, uint32_t *b)
+{
+	const sr_token *t = p->toks.v;
+	uint32_t close = t[open].match;
+	int pos = 0;
+	if (close == SR_NO_MATCH)
+		return -1;
+	for (uint32_t j = open + 1; j < close;) {
+		uint32_t e = find_op(p, j, close, ",");
+		int named = t[j].role == SR_ROLE_KWARG;
+		int star = sr_tok_op(&t[j], "*") || sr_tok_op(&t[j], "**");
+		if (kw ? named && sr_tok_streq(&t[j], kw) : !named && !star && pos == k) {
+			*a = named ? j + 2 : j;
+			*b = e;
+			return *a < *b ? 0 : -1;
+		}
+		pos += !named && !star;
+		j = e + 1;
+	}
+	return -1;
+}
+
+static int arg_string(const sr_program *p, uint32_t open, int k, char *buf, size_t cap)
+{
+	uint32_t a, b;
+	return sr_call_arg(p, open, k, NULL, &a, &b) == 0 && sr_fold_string(p, a, b, buf, cap) == 1 ? 0 : -1;
+}
+
+static void lookup_key(rctx *r, const sr_val *ns, const char *key, sr_vals *out)
+{
+	char buf[SR_QMAX];
+	size_t ql = strlen(ns->q);
+	if (ns->kind == SR_V_GLOBALS || (ns->kind == SR_V_GETTER && !ns->q[0]))
+		resolve_name(r, key, 0, UINT32_MAX, 1, out);
+	else if (strcmp(ns->q, "sys.modules") == 0)
+		add_qual(out, key);
+	else if (strcmp(ns->q, "builtins") == 0 && snprintf(buf, sizeof buf, "builtins.%s", key) < (int)sizeof buf)
+		add(out, SR_V_QUAL, buf);
+	else if (ql > 9 && strcmp(ns->q + ql - 9, ".__dict__") == 0 &&
+		 snprintf(buf, sizeof buf, "%.*s.%s", (int)(ql - 9), ns->q, key) < (int)sizeof buf)
+		add_qual(out, buf);
+	else
+		unknown(out);
+}
+
+static void call_import(const sr_program *p, const char *q, uint32_t open, sr_vals *out)
+{
+	char mod[SR_QMAX];
+	if (arg_string(p, open, 0, mod, sizeof mod) < 0 || mod[0] == '.' || !mod[0]) {
+		unknown(out);
+		return;
+	}
+	/* __import__("os.path") is os, unless a fromlist asks for the leaf */
+	uint32_t a, b;
+	if (strcmp(q, "importlib.import_module") != 0 && sr_call_arg(p, open, 3, NULL, &a, &b) < 0 &&
+	    sr_call_arg(p, open, 0, "fromlist", &a, &b) < 0)
+		mod[strcspn(mod, ".")] = '\0';
+	add_qual(out, mod);
+}
+
+static void call(rctx *r, const sr_vals *callee, uint32_t open, int depth, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	char key[SR_QMAX];
+	for (uint8_t i = 0; i < callee->n; i++) {
+		const sr_val *v = &callee->v[i];
+		const char *q = v->q;
+		uint32_t a, b;
+		if (v->kind == SR_V_GETTER) {
+			if (arg_string(p, open, 0, key, sizeof key) == 0)
+				lookup_key(r, v, key, out);
+			else
+				unknown(out);
+		} else if (v->kind != SR_V_QUAL) {
+			unknown(out);
+		} else if (!strcmp(q, "builtins.__import__") || !strcmp(q, "importlib.__import__") ||
+			   !strcmp(q, "importlib.import_module")) {
+			call_import(p, q, open, out);
+		} else if ((!strcmp(q, "builtins.getattr") || !strcmp(q, "inspect.getattr_static")) &&
+			   sr_call_arg(p, open, 0, NULL, &a, &b) == 0 && arg_string(p, open, 1, key, sizeof key) == 0) {
+			sr_vals obj = { 0 };
+			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
+			attr(&obj, key, out);
+		} else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") ||
+			   (!strcmp(q, "builtins.vars") && sr_call_nargs(p, open) == 0)) {
+			add(out, SR_V_GLOBALS, "");
+		} else if (!strcmp(q, "builtins.vars") && sr_call_arg(p, open, 0, NULL, &a, &b) == 0) {
+			sr_vals obj = { 0 };
+			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
+			attr(&obj, "__dict__", out);
+		} else {
+			unknown(out);
+		}
+	}
+}
+
+static void subscript(rctx *r, const sr_vals *base, uint32_t open, sr_vals *out)
+{
+	char key[SR_QMAX];
+	uint32_t close = r->p->toks.v[open].match;
+	if (sr_fold_string(r->p, open + 1, close, key, sizeof key) != 1) {
+		unknown(out);
+		return;
+	}
+	for (uint8_t i = 0; i < base->n; i++)
+		lookup_key(r, &base->v[i], key, out);
+}
+
+/* ---- chains ---------------------------------------------------------------------- */
+
+static int is_store_after(const sr_token *t)
+{
+	static const char *const ops[] = { "=", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "%=", "//=", "**=",
+					   ">>=", "<<=", "@=", NULL };
+	for (const char *const *o = ops; *o; o++)
+		if (sr_tok_op(t, *o))
+			return 1;
+	return 0;
+}
+
+static void emit(sr_step_fn fn, void *ctx, sr_step *st, const sr_program *p, uint32_t after)
+{
+	if (!fn)
+		return;
+	st->store = p->toks.v[st->chain].role == SR_ROLE_STORE && is_store_after(&p->toks.v[after]);
+	fn(ctx, st);
+}
+
+static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, sr_vals *out)
+{
+	const sr_program *p = r->p;
+	const sr_token *t = p->toks.v;
+	sr_vals cur = { 0 }, prev;
+	uint32_t j = i + 1;
+	sr_step st = { .chain = i, .base = &prev, .val = &cur };
+	if (t[i].type == SR_T_NAME && !sr_tok_is_keyword(&t[i])) {
+		resolve_name(r, t[i].text, t[i].scope, i, depth, &cur);
+		st.kind = SR_STEP_NAME;
+		st.tok = i;
+		emit(fn, ctx, &st, p, j);
+	} else if (sr_tok_op(&t[i], "(") && t[i].match != SR_NO_MATCH) {
+		eval_range(r, i + 1, t[i].match, SR_NO_MATCH, depth + 1, &cur);
+		j = t[i].match + 1;
+	} else {
+		j = i;
+		while (j < p->toks.n && (t[j].type == SR_T_STRING || t[j].type == SR_T_FSTART))
+			j = sr_skip(p, j);
+		if (j == i)
+			j = sr_skip(p, i);
+		unknown(&cur);
+	}
+	while (j + 1 < p->toks.n) {
+		prev = cur;
+		cur = (sr_vals){ 0 };
+		if (sr_tok_op(&t[j], ".") && t[j + 1].type == SR_T_NAME) {
+			attr(&prev, t[j + 1].text, &cur);
+			st = (sr_step){ SR_STEP_ATTR, 0, j + 1, 0, i, &prev, &cur };
+			j += 2;
+		} else if ((sr_tok_op(&t[j], "(") || sr_tok_op(&t[j], "[")) && t[j].match != SR_NO_MATCH &&
+			   !(t[j].flags & SR_TF_FBRACE)) {
+			if (t[j].text[0] == '(')
+				call(r, &prev, j, depth, &cur);
+			else
+				subscript(r, &prev, j, &cur);
+			st = (sr_step){ t[j].text[0] == '(' ? SR_STEP_CALL : SR_STEP_SUBSCRIPT, 0, j, t[j].match, i,
+					&prev, &cur };
+			j = t[j].match + 1;
+		} else {
+			cur = prev;
+			break;
+		}
+		emit(fn, ctx, &st, p, j);
+	}
+	*out = cur;
+	return j;
+}
+
+uint32_t sr_resolve_chain(const sr_program *p, uint32_t i, sr_step_fn fn, void *ctx, sr_vals *out)
+{
+	rctx r = { p, BUDGET };
+	*out = (sr_vals){ 0 };
+	return chain(&r, i, 0, fn, ctx, out);
+}
