@@ -35,6 +35,7 @@ static int usage_error(const char *fmt, ...)
 
 static const char usage[] =
 	"usage: saferun run [options] (SCRIPT | -c CODE | -)\n"
+	"       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
 	"       saferun policy check FILE\n"
 	"       saferun info\n"
 	"       saferun rootfs build PROFILE... | list\n"
@@ -51,7 +52,13 @@ static const char usage[] =
 	"  --file NAME=PATH  copy PATH into the working dir as NAME (repeatable)\n"
 	"  --stdin PATH      file the code reads as its stdin\n"
 	"  --rootfs-dir DIR  where profiles live (default " SR_DEFAULT_ROOTFS_DIR ")\n"
-	"  --json            print the full result as JSON\n";
+	"  --allow NAME      let the checker accept NAME: a rule id (SR201), a rule\n"
+	"                    name (eval) or a flagged name (open, os.system) (repeatable)\n"
+	"  --no-check        skip the pre-execution checker\n"
+	"  --json            print the full result as JSON\n"
+	"\n"
+	"check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
+	"  2 bad input, 3 when the checker itself failed\n";
 
 /* Read a whole file, or stdin for "-", refusing more than cap bytes. */
 static int slurp(const char *path, size_t cap, char **data, size_t *size, const char *what)
@@ -105,9 +112,9 @@ static int load_policy(const char *arg, sr_policy **p)
 struct run_opts {
 	const char *policy, *preset, *profile, *timeout, *memory, *cpus, *pids;
 	const char *stdin_path, *rootfs_dir, *code_arg;
-	char **env, **files;
-	int n_env, n_files;
-	bool json;
+	char **env, **files, **allow;
+	int n_env, n_files, n_allow;
+	bool json, no_check;
 };
 
 static int apply_overrides(const struct run_opts *o, sr_policy *p)
@@ -217,7 +224,9 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	if (!rc) {
 		sr_run_request req = { .policy = p, .code = code, .code_size = code_size,
 				       .files = files, .n_files = (size_t)o->n_files,
-				       .stdin_data = in, .stdin_size = in_size, .rootfs_dir = o->rootfs_dir };
+				       .stdin_data = in, .stdin_size = in_size, .rootfs_dir = o->rootfs_dir,
+				       .allow = (const char *const *)o->allow, .n_allow = (size_t)o->n_allow,
+				       .no_check = o->no_check };
 		rc = sr_run(&req, &res, &err) ? usage_error("%s", err.msg) : print_result(&res, o->json);
 	}
 	sr_result_free(&res);
@@ -234,16 +243,17 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 static int cmd_run(int argc, char **argv)
 {
 	enum { O_POLICY = 256, O_PRESET, O_PROFILE, O_TIMEOUT, O_MEMORY, O_CPUS, O_PIDS, O_ENV,
-	       O_FILE, O_STDIN, O_JSON, O_ROOTFS };
+	       O_FILE, O_STDIN, O_JSON, O_ROOTFS, O_ALLOW, O_NO_CHECK };
 	static const struct option longopts[] = {
 		{ "policy", 1, 0, O_POLICY }, { "preset", 1, 0, O_PRESET }, { "profile", 1, 0, O_PROFILE },
 		{ "timeout", 1, 0, O_TIMEOUT }, { "memory", 1, 0, O_MEMORY }, { "cpus", 1, 0, O_CPUS },
 		{ "pids", 1, 0, O_PIDS }, { "env", 1, 0, O_ENV }, { "file", 1, 0, O_FILE },
 		{ "stdin", 1, 0, O_STDIN }, { "json", 0, 0, O_JSON }, { "rootfs-dir", 1, 0, O_ROOTFS },
-		{ 0, 0, 0, 0 },
+		{ "allow", 1, 0, O_ALLOW }, { "no-check", 0, 0, O_NO_CHECK }, { 0, 0, 0, 0 },
 	};
 	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
-			      .files = calloc((size_t)argc, sizeof(char *)) };
+			      .files = calloc((size_t)argc, sizeof(char *)),
+			      .allow = calloc((size_t)argc, sizeof(char *)) };
 	int c, rc = 0;
 	opterr = 0;
 	/* "+": options stop at the script, like python3 itself. */
@@ -261,6 +271,8 @@ static int cmd_run(int argc, char **argv)
 		case O_STDIN: o.stdin_path = optarg; break;
 		case O_JSON: o.json = true; break;
 		case O_ROOTFS: o.rootfs_dir = optarg; break;
+		case O_ALLOW: o.allow[o.n_allow++] = optarg; break;
+		case O_NO_CHECK: o.no_check = true; break;
 		case 'c': o.code_arg = optarg; break;
 		default:
 			rc = usage_error("run: unknown or incomplete option \"%s\" (see saferun --help)",
@@ -283,6 +295,82 @@ static int cmd_run(int argc, char **argv)
 	free(code);
 	free(o.env);
 	free(o.files);
+	free(o.allow);
+	return rc;
+}
+
+static void print_findings(const char *file, const sr_check_result *res)
+{
+	for (size_t i = 0; i < res->n_findings; i++) {
+		const sr_finding *f = &res->findings[i];
+		printf("%s:%u:%u: %s %s: %s\n", file, f->line, f->col, f->rule, f->rule_name, f->message);
+	}
+	if (res->truncated)
+		printf("%s: more findings were left out (at most %d are reported)\n", file, SR_CHECK_MAX_FINDINGS);
+	if (!res->n_findings)
+		printf("%s: clean\n", file);
+}
+
+static int check_code(const char *policy, const char *file, char **allow, int n_allow, bool json)
+{
+	sr_policy *p = NULL;
+	sr_error err = { 0 };
+	sr_check_result res = { 0 };
+	char *code = NULL;
+	size_t size = 0;
+	int rc = policy ? load_policy(policy, &p) : 0;
+	if (!rc)
+		rc = slurp(file, SR_MAX_CODE_BYTES, &code, &size, "script");
+	if (!rc) {
+		sr_check_request req = { .code = code, .code_size = size, .policy = p,
+					 .allow = (const char *const *)allow, .n_allow = (size_t)n_allow };
+		if (sr_check(&req, &res, &err) < 0) {
+			bool input = err.errnum == EINVAL || err.errnum == EILSEQ || err.errnum == EFBIG;
+			rc = input ? usage_error("check: %s", err.msg) : EXIT_INTERNAL;
+			if (!input)
+				fprintf(stderr, "saferun: internal_error: %s\n", err.msg);
+		} else if (json) {
+			char *s = sr_check_result_to_json(&res);
+			puts(s ? s : "{}");
+			free(s);
+			rc = res.n_findings ? 1 : 0;
+		} else {
+			print_findings(strcmp(file, "-") == 0 ? "<stdin>" : file, &res);
+			rc = res.n_findings ? 1 : 0;
+		}
+	}
+	sr_check_result_free(&res);
+	free(code);
+	sr_policy_free(p);
+	return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	enum { O_POLICY = 256, O_ALLOW, O_JSON };
+	static const struct option longopts[] = {
+		{ "policy", 1, 0, O_POLICY }, { "allow", 1, 0, O_ALLOW }, { "json", 0, 0, O_JSON }, { 0, 0, 0, 0 },
+	};
+	char **allow = calloc((size_t)argc, sizeof *allow);
+	const char *policy = NULL;
+	int c, n_allow = 0, rc = 0;
+	bool json = false;
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_POLICY: policy = optarg; break;
+		case O_ALLOW: allow[n_allow++] = optarg; break;
+		case O_JSON: json = true; break;
+		default:
+			rc = usage_error("check: unknown or incomplete option \"%s\" (see saferun --help)",
+					 argv[optind - 1]);
+		}
+	}
+	if (!rc && optind + 1 != argc)
+		rc = usage_error("check: give one FILE, or - for stdin");
+	if (!rc)
+		rc = check_code(policy, argv[optind], allow, n_allow, json);
+	free(allow);
 	return rc;
 }
 
@@ -333,6 +421,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "policy") == 0)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(argv[1], "rootfs") == 0)
@@ -343,5 +433,5 @@ int main(int argc, char **argv)
 		free(s);
 		return 0;
 	}
-	return usage_error("unknown command \"%s\" (run, policy, info, rootfs; see saferun --help)", argv[1]);
+	return usage_error("unknown command \"%s\" (run, check, policy, info, rootfs; see saferun --help)", argv[1]);
 }

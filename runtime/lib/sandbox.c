@@ -451,13 +451,45 @@ static void init_result(sr_result *res, const sr_policy *p)
 		snprintf(res->id, sizeof res->id, "sr-%d-%llu", getpid(), (unsigned long long)sr_now_ms());
 }
 
+/* The pre-execution checker, before anything is created: a rejected run
+ * has its findings in the result and its code never runs. */
+static int vet_code(const sr_run_request *req, sr_result *res)
+{
+	const sr_policy *p = req->policy;
+	if (req->no_check || !p->checker.enabled)
+		return 0;
+	sr_check_request creq = { .code = req->code, .code_size = req->code_size, .policy = p,
+				  .allow = req->allow, .n_allow = req->n_allow };
+	sr_check_result cr;
+	sr_error cerr = { 0 };
+	if (sr_check(&creq, &cr, &cerr) < 0) {
+		res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(res->message, sizeof res->message, "internal_error: the code could not be checked: %s",
+			 cerr.msg);
+		return -1;
+	}
+	if (cr.n_findings == 0) {
+		sr_check_result_free(&cr);
+		return 0;
+	}
+	const sr_finding *f = &cr.findings[0];
+	res->status = SR_STATUS_REJECTED;
+	snprintf(res->message, sizeof res->message, "rejected: %zu problem%s found before running; line %u: %s %s",
+		 cr.n_findings, cr.n_findings == 1 ? "" : "s", f->line, f->rule, f->message);
+	res->findings = cr.findings;
+	res->n_findings = cr.n_findings;
+	return -1;
+}
+
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (check_request(req, err))
 		return -1;
+	init_result(res, req->policy);
+	if (vet_code(req, res) < 0)
+		return 0;
 	struct run r = { .req = req, .p = req->policy, .res = res, .pidfd = -1, .in_fd = -1,
 			 .sync = { -1, -1 }, .report = { -1, -1 }, .out = { -1, -1 }, .err = { -1, -1 } };
-	init_result(res, r.p);
 	if (prepare(&r, err) || sr_cgroup_create(res->id, &r.p->limits, &r.cg, err) ||
 	    open_pipes(&r, err)) {
 		cleanup(&r);
