@@ -36,6 +36,11 @@ static int is_open(const sr_token *t)
 					  (t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0])));
 }
 
+static int is_close(const sr_token *t)
+{
+	return t->type == SR_T_OP && t->len == 1 && strchr(")]}", t->text[0]);
+}
+
 static int is_name(const sr_token *t)
 {
 	return t->type == SR_T_NAME && !sr_tok_is_keyword(t);
@@ -296,7 +301,7 @@ static void expr(parser *ps, uint32_t a, uint32_t b, uint32_t scope)
 			j = lambda(ps, j, b, scope) - 1;
 		} else if (is_name(t) && j + 1 < b && sr_tok_op(&ps->t[j + 1], ":=")) {
 			uint32_t e = j + 2;
-			while (e < b && !sr_tok_op(&ps->t[e], ",") && !ends_stmt(&ps->t[e]))
+			while (e < b && !sr_tok_op(&ps->t[e], ",") && !ends_stmt(&ps->t[e]) && !is_close(&ps->t[e]))
 				e = skip(ps, e);
 			bind_value(ps, j, function_scope(ps->p, scope), j + 2, e, SR_NO_MATCH, scope);
 		} else if (is_open(t) && t->type == SR_T_OP && t->match > j && t->match <= b) {
@@ -390,8 +395,15 @@ static uint32_t body(parser *ps, uint32_t c, uint32_t scope, uint8_t cond, uint8
 	ps->cur = scope;
 	ps->cond = cond;
 	uint32_t j = c + 1;
-	while (j < ps->n && ps->t[j].type != SR_T_NEWLINE && ps->t[j].type != SR_T_END)
-		j = statement(ps, j);
+	for (;;) {
+		uint32_t e = stmt_end(ps, j);
+		statement(ps, j);
+		if (!sr_tok_op(&ps->t[e], ";") || e + 1 >= ps->n) {
+			j = e; /* the NEWLINE, for the caller */
+			break;
+		}
+		j = e + 1;
+	}
 	ps->cur = save;
 	ps->cond = save_cond;
 	return j;

@@ -100,8 +100,8 @@ static void attr(const sr_vals *base, const char *name, sr_vals *out)
 			add(out, SR_V_GETTER, v->kind == SR_V_GLOBALS ? "" : v->q);
 		else if (v->kind != SR_V_QUAL)
 			unknown(out);
-		else if (re && strcmp(v->q, "builtins") != 0)
-			add(out, SR_V_QUAL, re); /* shutil.os is os */
+		else if (re && strcmp(v->q, "builtins") != 0 && strncmp(v->q, name, strlen(name)) != 0)
+			add(out, SR_V_QUAL, re); /* shutil.os is os (but socket.socket is not socket) */
 		else if (snprintf(buf, sizeof buf, "%s.%s", v->q, name) < (int)sizeof buf)
 			add(out, SR_V_QUAL, buf);
 		else

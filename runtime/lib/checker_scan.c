@@ -83,6 +83,19 @@ static bool is_dunder(const char *s)
 	return n > 4 && !strncmp(s, "__", 2) && !strcmp(s + n - 2, "__");
 }
 
+/* Dunders ordinary code reads by name. */
+static bool is_plain_dunder(const char *s)
+{
+	static const char *const plain[] = { "__init__", "__name__", "__qualname__", "__module__", "__doc__",
+					     "__annotations__", "__len__", "__iter__", "__call__", "__enter__",
+					     "__exit__", "__version__", "__file__", "__slots__", "__all__",
+					     "__wrapped__", "__dataclass_fields__", "__str__", "__repr__", NULL };
+	for (const char *const *p = plain; *p; p++)
+		if (!strcmp(s, *p))
+			return true;
+	return false;
+}
+
 /* ---- calls ------------------------------------------------------------------------ */
 
 static void check_reflection(scan *s, const char *fn, uint32_t open)
@@ -90,7 +103,7 @@ static void check_reflection(scan *s, const char *fn, uint32_t open)
 	char name[SR_QMAX], what[240];
 	uint32_t a, b;
 	int known = sr_call_arg(s->p, open, 1, NULL, &a, &b) == 0 ? sr_fold_string(s->p, a, b, name, sizeof name) : -1;
-	if (known == 1 && (is_dunder(name) || sr_is_internal_attr(name))) {
+	if (known == 1 && ((is_dunder(name) && !is_plain_dunder(name)) || sr_is_internal_attr(name))) {
 		snprintf(what, sizeof what, "`%s(..., '%s')`", fn, name);
 		flag(s, SR_R_REFLECT, fn, open, what);
 		return;
@@ -195,11 +208,11 @@ static void on_call(scan *s, const sr_step *st)
 			check_attrgetter(s, fn, st->tok);
 		else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") || !strcmp(q, "builtins.vars"))
 			check_namespace(s, fn, st->tok, st->base);
+		check_loaders(s, q, st->tok);
 		if (sr_is_file_api(q)) {
 			check_paths(s, fn, st->tok);
 			return;
 		}
-		check_loaders(s, q, st->tok);
 	}
 	if (st->tok >= 2 && t[st->tok - 1].type == SR_T_NAME && sr_tok_op(&t[st->tok - 2], ".") &&
 	    sr_is_file_method(t[st->tok - 1].text))
@@ -250,22 +263,30 @@ static void check_attr_name(scan *s, uint32_t i)
 	flag(s, strcmp(name, "__getattribute__") ? SR_R_INTROSPECT : SR_R_REFLECT, name, i, what);
 }
 
-/* "{0.__class__.__init__.__globals__}".format(x) */
+/* "{0.__class__.__init__.__globals__}".format(x), with adjacent literals
+ * joined first: ("{0." "__class__}") is one format string. */
 static void check_format_walk(scan *s, uint32_t i)
 {
-	const sr_token *t = tok(s, i);
-	char what[160];
-	for (const char *c = t->text; c && *c; c++) {
+	char text[4096], what[160];
+	size_t n = 0;
+	for (uint32_t j = i; j < s->p->toks.n && tok(s, j)->type == SR_T_STRING; j++) {
+		const sr_token *t = tok(s, j);
+		size_t k = t->text_len < sizeof text - 1 - n ? t->text_len : sizeof text - 1 - n;
+		memcpy(text + n, t->text, k);
+		n += k;
+	}
+	text[n] = '\0';
+	for (const char *c = text; *c; c++) {
 		if (*c != '{')
 			continue;
 		if (c[1] == '{') {
 			c++;
 			continue;
 		}
-		size_t n = strcspn(c + 1, "}!:");
-		const char *dunder = memmem(c + 1, n, "__", 2);
-		if (dunder && (memchr(c + 1, '.', n) || memchr(c + 1, '[', n))) {
-			snprintf(what, sizeof what, "the format field \"{%.*s}\"", (int)(n < 60 ? n : 60), c + 1);
+		size_t len = strcspn(c + 1, "}!:");
+		const char *dunder = memmem(c + 1, len, "__", 2);
+		if (dunder && (memchr(c + 1, '.', len) || memchr(c + 1, '[', len))) {
+			snprintf(what, sizeof what, "the format field \"{%.*s}\"", (int)(len < 60 ? len : 60), c + 1);
 			flag(s, SR_R_FORMAT, "format", i, what);
 			return;
 		}
@@ -307,7 +328,8 @@ static void scan_tokens(scan *s)
 			sr_resolve_chain(p, i, on_step, s, &v);
 		} else if (t->type == SR_T_NAME && t->role == SR_ROLE_BIND && sr_tok_streq(t, "__builtins__")) {
 			flag(s, SR_R_INTROSPECT, "__builtins__", i, "binding `__builtins__`");
-		} else if (t->type == SR_T_STRING && t->role != SR_ROLE_DOCSTRING && !(t->flags & SR_TF_BYTES)) {
+		} else if (t->type == SR_T_STRING && t->role != SR_ROLE_DOCSTRING && !(t->flags & SR_TF_BYTES) &&
+			   !(i > 0 && tok(s, i - 1)->type == SR_T_STRING)) {
 			check_format_walk(s, i);
 		}
 	}
