@@ -14,7 +14,9 @@ struct sr_arena_block {
 
 void sr_arena_init_fixed(sr_arena *a, void *mem, size_t size)
 {
-	*a = (sr_arena){ .base = mem, .size = size, .limit = size };
+	size_t skew = (16 - (uintptr_t)mem % 16) % 16;
+	skew = skew < size ? skew : size;
+	*a = (sr_arena){ .base = (char *)mem + skew, .size = size - skew, .limit = size - skew };
 }
 
 void sr_arena_init_heap(sr_arena *a, size_t limit)

@@ -50,7 +50,8 @@ static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg, const 
 	if ((wfd > 0 && syscall(SYS_close_range, 0u, (unsigned)wfd - 1, 0u) < 0) ||
 	    syscall(SYS_close_range, (unsigned)wfd + 1, ~0u, 0u) < 0)
 		_exit(10);
-	void *mem = mmap(NULL, lim->memory_bytes + out_size, PROT_READ | PROT_WRITE,
+	size_t head = (out_size + 4095) & ~(size_t)4095; /* the arena starts page-aligned */
+	void *mem = mmap(NULL, head + lim->memory_bytes, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mem == MAP_FAILED)
 		_exit(11);
@@ -63,7 +64,7 @@ static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg, const 
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) < 0)
 		_exit(13);
 	sr_arena a;
-	sr_arena_init_fixed(&a, (char *)mem + out_size, lim->memory_bytes);
+	sr_arena_init_fixed(&a, (char *)mem + head, lim->memory_bytes);
 	fn(arg, &a, mem, out_size);
 	/* exit, not exit_group: strict mode allows only the former. */
 	syscall(SYS_exit, write_all(wfd, mem, out_size) < 0 ? 14 : 0);

@@ -1,0 +1,296 @@
+/* The checker's pieces: the tokenizer (strings, f-strings, NFKC,
+ * positions, errors), the confined child (a crash, a hang and a seccomp
+ * violation are errors, not crashes of the caller), the policy's checker
+ * section and the allow list. The rules are proven by the corpus
+ * (test_checker_corpus.c). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "checker_confine.h"
+#include "checker_tok.h"
+#include "saferun.h"
+
+/* ---- tokenizer ------------------------------------------------------------- */
+
+/* The tokens of src as "TYPE:text" words joined by spaces. */
+static void tokens(const char *src, char *out, size_t cap)
+{
+	static const char *const names[] = { "END", "N", "NUM", "S", "OP", "NL", "IN", "DE", "FS", "FM", "FE" };
+	sr_arena a;
+	sr_tokens t;
+	sr_tok_error e = { 0 };
+	sr_arena_init_heap(&a, 1 << 20);
+	size_t n = 0;
+	out[0] = '\0';
+	if (sr_tokenize(src, strlen(src), &a, &t, &e) != 0) {
+		snprintf(out, cap, "error %u:%u %s", e.line, e.col, e.msg);
+	} else {
+		for (uint32_t i = 0; i < t.n && n < cap; i++)
+			n += (size_t)snprintf(out + n, cap - n, "%s%s:%.*s", i ? " " : "", names[t.v[i].type],
+					      (int)t.v[i].text_len, t.v[i].text ? t.v[i].text : "");
+	}
+	sr_arena_free(&a);
+}
+
+static void test_tokenizer_strings(void)
+{
+	char got[2048];
+	tokens("x = rb'\\x41' + U'\\u00e9' + '''a\nb''' + \"\\x2fetc\"\n", got, sizeof got);
+	CHECK_STR(got, "N:x OP:= S:\\x41 OP:+ S:é OP:+ S:a\nb OP:+ S:/etc NL: END:");
+	tokens("f'a{b!r:>{w}}{{c}}{d[\"k\"]=}'\n", got, sizeof got);
+	CHECK_STR(got, "FS:f' FM:a OP:{ N:b OP:! N:r OP:: FM:> OP:{ N:w OP:} OP:} FM:{c} OP:{ N:d OP:[ "
+		       "S:k OP:] OP:= OP:} FE:' NL: END:");
+	tokens("f\"{f'{x}'}\" rf'\\{y}'\n", got, sizeof got);
+	CHECK_STR(got, "FS:f\" OP:{ FS:f' OP:{ N:x OP:} FE:' OP:} FE:\" FS:rf' FM:\\ OP:{ N:y OP:} FE:' NL: END:");
+}
+
+static void test_tokenizer_lines(void)
+{
+	char got[2048];
+	tokens("if a:\n    b = (1,\n  2)  # c\n\n    c \\\n  = 3\nd\n", got, sizeof got);
+	CHECK_STR(got, "N:if N:a OP:: NL: IN: N:b OP:= OP:( NUM:1 OP:, NUM:2 OP:) NL: N:c OP:= NUM:3 NL: DE: "
+		       "N:d NL: END:");
+	tokens("x = 0x1F + 1.5e-3j + 1_000 + .5\n", got, sizeof got);
+	CHECK_STR(got, "N:x OP:= NUM:0x1F OP:+ NUM:1.5e-3j OP:+ NUM:1_000 OP:+ NUM:.5 NL: END:");
+}
+
+static void test_tokenizer_nfkc(void)
+{
+	char got[2048];
+	/* fullwidth, mathematical bold, a ligature, long s, Roman numeral */
+	tokens("ｅｖａｌ 𝐞𝐯𝐚𝐥 ﬁle ſys Ⅸ café\n", got, sizeof got);
+	CHECK_STR(got, "N:eval N:eval N:file N:sys N:IX N:café NL: END:");
+}
+
+static void test_tokenizer_errors(void)
+{
+	char got[512], deep[512];
+	tokens("x = 1\ns = \"abc\n", got, sizeof got);
+	CHECK_STR(got, "error 2:5 unterminated string literal (detected at line 2)");
+	tokens("s = '''abc\n\n", got, sizeof got);
+	CHECK_STR(got, "error 1:5 unterminated triple-quoted string literal (detected at line 3)");
+	tokens("f(1, [2)\n", got, sizeof got);
+	CHECK_STR(got, "error 1:8 closing parenthesis ')' does not match opening parenthesis '[' on line 1");
+	tokens("if x:\n        a\n    b\n", got, sizeof got);
+	CHECK_STR(got, "error 3:5 unindent does not match any outer indentation level");
+	tokens("f'{x'\n", got, sizeof got);
+	CHECK_STR(got, "error 1:5 unterminated string literal (detected at line 1)");
+	tokens("f'{x\n", got, sizeof got);
+	CHECK_STR(got, "error 1:1 unterminated f-string literal (detected at line 2)");
+	memset(deep, '(', 201);
+	deep[201] = '\0';
+	tokens(deep, got, sizeof got);
+	CHECK_STR(got, "error 1:201 too many nested parentheses");
+	tokens("x = $\n", got, sizeof got);
+	CHECK_STR(got, "error 1:5 invalid character '$' (U+0024)");
+}
+
+/* ---- the confined child ---------------------------------------------------------- */
+
+static void fill(void *arg, sr_arena *a, void *out, size_t n)
+{
+	(void)a;
+	memset(out, *(const char *)arg, n);
+}
+
+static void crash(void *arg, sr_arena *a, void *out, size_t n)
+{
+	(void)a, (void)out, (void)n;
+	*(volatile int *)arg = 1; /* arg is NULL */
+}
+
+static void hang(void *arg, sr_arena *a, void *out, size_t n)
+{
+	(void)arg, (void)a, (void)out, (void)n;
+	for (volatile int i = 0;; i++)
+		;
+}
+
+static void forbidden(void *arg, sr_arena *a, void *out, size_t n)
+{
+	(void)arg, (void)a, (void)out, (void)n;
+	syscall(SYS_getpid); /* anything but read, write, exit, sigreturn */
+}
+
+static void exhaust(void *arg, sr_arena *a, void *out, size_t n)
+{
+	(void)arg;
+	while (sr_arena_alloc(a, 1 << 20))
+		;
+	memset(out, 'x', n); /* the arena ran out, nothing else happened */
+}
+
+static void test_confined_child(void)
+{
+	sr_confine_limits lim = { .timeout_ms = 300, .memory_bytes = 4 << 20 };
+	char out[100], c = 'z';
+	sr_error err = { 0 };
+	CHECK_INT(sr_confine_run(fill, &c, &lim, out, sizeof out, &err), 0);
+	CHECK(out[0] == 'z' && out[99] == 'z');
+	CHECK_INT(sr_confine_run(crash, NULL, &lim, out, sizeof out, &err), -1);
+	/* SIGSEGV; under ASan its report's system calls end it with SIGKILL */
+	CHECK(!strncmp(err.msg, "the checker process was killed by signal ", 41));
+	CHECK_INT(sr_confine_run(hang, NULL, &lim, out, sizeof out, &err), -1);
+	CHECK_INT(err.errnum, ETIMEDOUT);
+	CHECK_STR(err.msg, "the checker ran out of time (300 ms) and was killed");
+	CHECK_INT(sr_confine_run(forbidden, NULL, &lim, out, sizeof out, &err), -1);
+	CHECK_STR(err.msg, "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "
+			   "resource limit)");
+	CHECK_INT(sr_confine_run(exhaust, NULL, &lim, out, sizeof out, &err), 0);
+}
+
+/* ---- sr_check --------------------------------------------------------------------- */
+
+static int check(const char *code, const sr_policy *p, const char *const *allow, size_t n_allow,
+		 sr_check_result *r, sr_error *err)
+{
+	sr_check_request req = { .code = code, .code_size = strlen(code), .policy = p, .allow = allow,
+				 .n_allow = n_allow };
+	return sr_check(&req, r, err);
+}
+
+static void test_check_confined_matches_in_process(void)
+{
+	const char *code = "import os\nos.system('id')\nopen('/etc/passwd')\n";
+	sr_check_result a, b;
+	sr_error err = { 0 };
+	sr_check_request req = { .code = code, .code_size = strlen(code), .in_process = true };
+	CHECK_INT(sr_check(&req, &a, &err), 0);
+	CHECK_INT(check(code, NULL, NULL, 0, &b, &err), 0);
+	CHECK_INT(a.n_findings, 2);
+	CHECK_INT(b.n_findings, 2);
+	CHECK(a.n_findings == b.n_findings && !memcmp(a.findings, b.findings, a.n_findings * sizeof *a.findings));
+	CHECK_STR(b.findings[0].rule, "SR101");
+	CHECK_INT(b.findings[1].line, 3);
+	char *json = sr_check_result_to_json(&b);
+	CHECK(json && strstr(json, "\"verdict\":\"rejected\"") && strstr(json, "\"rule\":\"SR401\""));
+	free(json);
+	sr_check_result_free(&a);
+	sr_check_result_free(&b);
+}
+
+static void test_check_bad_input_and_limits(void)
+{
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check("x = '\xff'\n", NULL, NULL, 0, &r, &err), -1);
+	CHECK_INT(err.errnum, EILSEQ);
+	sr_policy *p = NULL;
+	const char *tiny = "{\"checker\": {\"memory\": \"16M\"}}";
+	CHECK_INT(sr_policy_load_json(tiny, strlen(tiny), "t.json", &p, &err), 0);
+	size_t n = 3u << 20;
+	char *big = malloc(n + 1);
+	for (size_t i = 0; i < n; i += 2)
+		memcpy(big + i, i % 64 == 62 ? ",\n" : "a,", 2);
+	memcpy(big, "x=[", 3);
+	memcpy(big + n - 2, "]\n", 2);
+	big[n] = '\0';
+	CHECK_INT(check(big, p, NULL, 0, &r, &err), -1);
+	CHECK_INT(err.errnum, ENOMEM);
+	CHECK_STR(err.msg, "the code is too large or complex to check within the checker's memory limit "
+			   "(raise checker.memory in the policy)");
+	free(big);
+	sr_policy_free(p);
+}
+
+static void test_allow_list(void)
+{
+	/* AgentRun's ignore_unsafe_functions names are accepted unchanged. */
+	static const char *const agentrun[] = { "exec", "eval", "compile", "open", "input", "__import__",
+						"getattr", "setattr", "delattr", "hasattr", "globals", "locals",
+						"vars", "dir", "os", "sys", "subprocess", "builtins" };
+	const char *code = "import os\neval('1')\nos.system('id')\nopen('/etc/passwd')\n";
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check(code, NULL, agentrun, sizeof agentrun / sizeof *agentrun, &r, &err), 0);
+	CHECK_INT(r.n_findings, 0);
+	CHECK_INT(r.n_allowed, 3);
+	sr_check_result_free(&r);
+	const char *by_id[] = { "SR201", "path" };
+	CHECK_INT(check(code, NULL, by_id, 2, &r, &err), 0);
+	CHECK_INT(r.n_findings, 1);
+	CHECK_STR(r.findings[0].name, "os.system");
+	sr_check_result_free(&r);
+	const char *empty[] = { "" };
+	CHECK_INT(check(code, NULL, empty, 1, &r, &err), -1);
+	CHECK_INT(err.errnum, EINVAL);
+}
+
+/* ---- the policy's checker section ----------------------------------------------------- */
+
+static void expect_policy_error(const char *json, const char *want)
+{
+	sr_policy *p = NULL;
+	sr_error err = { 0 };
+	CHECK_INT(sr_policy_load_json(json, strlen(json), "t.json", &p, &err), -1);
+	CHECK_STR(err.msg, want);
+	sr_policy_free(p);
+}
+
+static void test_policy_section(void)
+{
+	const char *json = "{\"checker\": {\"enabled\": false, \"allow\": [\"open\", \"SR201\"], "
+			   "\"rules\": {\"process\": false, \"SR105\": false, \"SR302\": true}, "
+			   "\"timeout\": \"500ms\", \"memory\": \"64M\", \"comment\": \"x\"}}";
+	sr_policy *p = NULL, *q = NULL;
+	sr_error err = { 0 };
+	CHECK_INT(sr_policy_load_json(json, strlen(json), "t.json", &p, &err), 0);
+	CHECK(!p->checker.enabled);
+	CHECK_INT(p->checker.n_allow, 2);
+	CHECK_INT(p->checker.n_rules_off, 2);
+	CHECK_STR(p->checker.rules_off[0], "SR101");
+	CHECK_INT(p->checker.timeout_ms, 500);
+	CHECK_INT(p->checker.memory_bytes, 64u << 20);
+	char *text = sr_policy_to_json(p);
+	CHECK_INT(sr_policy_load_json(text, strlen(text), "round", &q, &err), 0);
+	CHECK(q && q->checker.n_rules_off == 2 && q->checker.timeout_ms == 500 && !q->checker.enabled);
+	free(text);
+	sr_policy_free(q);
+	/* rules switched off are not reported */
+	sr_check_result r;
+	CHECK_INT(check("import subprocess\n", p, NULL, 0, &r, &err), 0);
+	CHECK_INT(r.n_findings, 0);
+	sr_check_result_free(&r);
+	sr_policy_free(p);
+	CHECK_INT(sr_policy_default(&p, &err), 0);
+	CHECK(p->checker.enabled && p->checker.timeout_ms == 2000 && p->checker.n_allow == 0);
+	sr_policy_free(p);
+
+	expect_policy_error("{\"checker\": {\"enable\": true}}",
+			    "t.json: policy.checker.enable: unknown key (known: enabled, allow, rules, timeout, "
+			    "memory, comment)");
+	expect_policy_error("{\"checker\": {\"rules\": {\"SR999\": false}}}",
+			    "t.json: policy.checker.rules.SR999: unknown rule (known: SR001, SR002, SR101, SR102, "
+			    "SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401, or their names)");
+	expect_policy_error("{\"checker\": {\"rules\": {\"eval\": 0}}}",
+			    "t.json: policy.checker.rules.eval: expected true or false, got 0");
+	expect_policy_error("{\"checker\": {\"allow\": [\"SR777\"]}}",
+			    "t.json: policy.checker.allow[0]: \"SR777\" is not a rule (known: SR001, SR002, SR101, "
+			    "SR102, SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401)");
+	expect_policy_error("{\"checker\": {\"allow\": [\"rm -rf\"]}}",
+			    "t.json: policy.checker.allow[0]: \"rm -rf\" is not a rule id, rule name or Python name "
+			    "(e.g. SR201, eval, os.system)");
+	expect_policy_error("{\"checker\": {\"enabled\": \"yes\"}}",
+			    "t.json: policy.checker.enabled: expected true or false, got \"yes\"");
+	expect_policy_error("{\"checker\": {\"timeout\": \"2h\"}}",
+			    "t.json: policy.checker.timeout: \"2h\" is too large (at most 60s)");
+}
+
+int main(void)
+{
+	test_tokenizer_strings();
+	test_tokenizer_lines();
+	test_tokenizer_nfkc();
+	test_tokenizer_errors();
+	test_confined_child();
+	test_check_confined_matches_in_process();
+	test_check_bad_input_and_limits();
+	test_allow_list();
+	test_policy_section();
+	return check_report();
+}
