@@ -758,11 +758,19 @@ static void dedent(parser *ps)
 	ps->cond = b ? b->cond : 0;
 }
 
+/* Every binding is made at a name token (or the '*' of a star import),
+ * every scope at a name (def, class, lambda) or an opening bracket. */
 static int alloc_tables(sr_program *p)
 {
-	uint32_t n = p->toks.n + 16;
-	p->cap_scopes = n;
-	p->cap_binds = n;
+	uint32_t names = 16, opens = 16;
+	for (uint32_t i = 0; i < p->toks.n; i++) {
+		const sr_token *t = &p->toks.v[i];
+		names += t->type == SR_T_NAME || sr_tok_op(t, "*");
+		opens += t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0]);
+	}
+	uint32_t n = names;
+	p->cap_scopes = names + opens;
+	p->cap_binds = names;
 	p->table_cap = 16;
 	while (p->table_cap < 2 * n)
 		p->table_cap *= 2;

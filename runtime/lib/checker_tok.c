@@ -579,7 +579,7 @@ static const char *match_op(const lexer *lx)
 		if (lx->pos + n > lx->len)
 			continue;
 		for (const char *const *op = tables[k]; *op; op++)
-			if (memcmp(lx->s + lx->pos, *op, n) == 0)
+			if ((*op)[0] == lx->s[lx->pos] && memcmp(lx->s + lx->pos, *op, n) == 0)
 				return *op;
 	}
 	return NULL;
