@@ -42,6 +42,9 @@ extern const unsigned char sr_embedded_runner[];
 #define SR_SANDBOX_UID 1000u
 #define SR_SANDBOX_GID 1000u
 #define SR_PYTHON "/usr/bin/python3"
+/* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
+#define SR_EXIT_BLOCKED 121
+#define SR_BLOCKED_PREFIX "saferun: blocked "
 
 struct child {
 	const sr_mount_plan *plan;
@@ -178,6 +181,7 @@ struct run {
 	sr_bpf filter;
 	sr_cgroup *cg;
 	char **envp;
+	char *guard; /* the runner's audit-hook settings, NULL: no hook */
 	char *argv[7];
 	int sync[2], report[2], out[2], err[2], in_fd;
 	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
@@ -222,6 +226,49 @@ static int check_request(const sr_run_request *req, sr_error *err)
 	return 0;
 }
 
+static int append(char **s, size_t *len, const char *part)
+{
+	size_t n = strlen(part);
+	char *grown = realloc(*s, *len + n + 1);
+	if (!grown)
+		return -1;
+	memcpy(grown + *len, part, n + 1);
+	*s = grown;
+	*len += n;
+	return 0;
+}
+
+/* The runner's audit-hook settings: "net=0\x1edirs=/work\x1f/tmp\x1eallow=a\x1fb".
+ * Allow-list entries with separators or control characters cannot name
+ * anything and are left out. */
+static char *runner_guard(const sr_run_request *req)
+{
+	const sr_policy *p = req->policy;
+	char *s = NULL;
+	size_t len = 0;
+	int bad = append(&s, &len, p->net_mode == SR_NET_NONE ? "net=0\x1e" "dirs=" : "net=1\x1e" "dirs=");
+	bad |= append(&s, &len, p->workdir);
+	for (size_t i = 0; i < p->n_writable; i++)
+		bad |= append(&s, &len, "\x1f") | append(&s, &len, p->writable[i]);
+	bad |= append(&s, &len, "\x1e" "allow=");
+	char **lists[] = { p->checker.allow, p->checker.rules_off, (char **)req->allow };
+	size_t counts[] = { p->checker.n_allow, p->checker.n_rules_off, req->n_allow };
+	for (int l = 0; l < 3; l++)
+		for (size_t i = 0; i < counts[l]; i++) {
+			const char *a = lists[l][i];
+			int ok = a && *a;
+			for (const char *c = a; ok && *c; c++)
+				ok = (unsigned char)*c >= 0x20 && *c != '=';
+			if (ok)
+				bad |= append(&s, &len, a) | append(&s, &len, "\x1f");
+		}
+	if (bad) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 static int prepare(struct run *r, sr_error *err)
 {
 	const sr_policy *p = r->p;
@@ -240,7 +287,9 @@ static int prepare(struct run *r, sr_error *err)
 	if (!r->envp)
 		return sr_fail(err, ENOMEM, "environment");
 	memcpy(r->envp, p->env, p->n_env * sizeof *r->envp);
-	char *argv[] = { "python3", "-B", "-u", "-c", (char *)sr_embedded_runner, NULL };
+	if (!r->req->no_check && p->checker.enabled && !(r->guard = runner_guard(r->req)))
+		return sr_fail(err, ENOMEM, "the runner's settings");
+	char *argv[] = { "python3", "-B", "-u", "-c", (char *)sr_embedded_runner, r->guard, NULL };
 	memcpy(r->argv, argv, sizeof argv);
 	return 0;
 }
@@ -355,6 +404,38 @@ static int start(struct run *r, sr_error *err)
 	return 0;
 }
 
+/* The runner's audit hook ended the run: its last stderr line says
+ * "saferun: blocked EVENT at main.py line N (RULE NAME): ...". That
+ * becomes the message and a finding. */
+static bool runtime_block(sr_result *res)
+{
+	const char *d = res->err.data;
+	size_t n = res->err.len;
+	while (n && d[n - 1] == '\n')
+		n--;
+	size_t start = n;
+	while (start && d[start - 1] != '\n')
+		start--;
+	size_t plen = strlen(SR_BLOCKED_PREFIX);
+	if (!d || n - start <= plen || memcmp(d + start, SR_BLOCKED_PREFIX, plen) != 0)
+		return false;
+	char line[SR_ERROR_MSG_MAX];
+	snprintf(line, sizeof line, "%.*s", (int)(n - start), d + start);
+	snprintf(res->message, sizeof res->message, "rejected: %s", line + strlen("saferun: "));
+	sr_finding *f = calloc(1, sizeof *f);
+	const char *at = strstr(line, " at main.py line "), *rule = strstr(line, " (SR");
+	if (!f || !at || !rule || sscanf(at, " at main.py line %u", &f->line) != 1 ||
+	    sscanf(rule, " (%7s %23[^)])", f->rule, f->rule_name) != 2) {
+		free(f);
+		return true;
+	}
+	snprintf(f->name, sizeof f->name, "%.*s", (int)(at - line - plen), line + plen);
+	snprintf(f->message, sizeof f->message, "at run time, %s", line + plen);
+	res->findings = f;
+	res->n_findings = 1;
+	return true;
+}
+
 static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
 		     const sr_limits *lim)
 {
@@ -389,6 +470,8 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 		snprintf(res->message, sizeof res->message, "killed: the run was ended by signal %d (%s)%s",
 			 res->signal, strsignal(res->signal),
 			 res->signal == SIGSYS ? ", a system call the seccomp policy forbids" : "");
+	} else if (res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
+		res->status = SR_STATUS_REJECTED;
 	} else if (res->exit_code != 0) {
 		res->status = SR_STATUS_ERROR;
 		snprintf(res->message, sizeof res->message, "error: the code exited with status %d", res->exit_code);
@@ -436,6 +519,7 @@ static void cleanup(struct run *r)
 	sr_mounts_plan_free(&r->plan);
 	sr_bpf_free(&r->filter);
 	free(r->envp);
+	free(r->guard);
 	free(r->rootfs);
 }
 

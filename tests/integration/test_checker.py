@@ -110,3 +110,70 @@ def test_checker_failure_is_internal_error_and_runs_nothing(tmp_path):
                               "time (10 ms) and was killed")
     assert res["stdout"] == "" and p.returncode == 3
     assert leftover_groups() == []
+
+
+# ---- the run-time guard: the runner's PEP 578 audit hook ----
+
+def run_json(*args, code, input=None):
+    p = saferun("run", "--json", "--profile", "host", *args, "-c", code, input=input)
+    res = json.loads(p.stdout)
+    res["_exit"] = p.returncode
+    return res
+
+
+# Each hides its call from the static pass in a container (a known evasion).
+EVASIONS = [
+    ("import os\ntools = {'run': os}\nprint('before')\ntools['run'].system('true')\nprint('after')\n",
+     "blocked os.system(b'true') at main.py line 4 (SR101 process)", "SR101", 4),
+    ("import builtins\nb = {'x': builtins}\nb['x'].exec('print(1)')\n",
+     "blocked compile() at main.py line 3 (SR201 eval)", "SR201", 3),
+    ("fs = {'o': open}\nfs['o']('/etc/passwd').read()\n",
+     "blocked open('/etc/passwd') at main.py line 2 (SR401 path)", "SR401", 2),
+    ("import os\nm = {'o': os}\nm['o'].execv('/bin/true', ['true'])\n",
+     "blocked os.exec('/bin/true', ['true']) at main.py line 3 (SR101 process)", "SR101", 3),
+]
+
+
+def test_runtime_guard_blocks_what_the_static_pass_missed():
+    for code, event, rule, line in EVASIONS:
+        p = saferun("check", "-", input=code.encode())
+        assert p.returncode == 0, (code, p.stdout)  # the static pass misses it
+        res = run_json(code=code)
+        assert res["status"] == "rejected", (code, res)
+        assert res["message"] == f"rejected: {event}: this sandbox forbids it"
+        assert res["_exit"] == 3 and res["exit_code"] == 121
+        assert [(f["rule"], f["line"]) for f in res["findings"]] == [(rule, line)]
+        assert "after" not in res["stdout"]
+        assert leftover_groups() == []
+
+
+def test_runtime_guard_blocks_connect_when_network_is_off():
+    code = "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))\n"
+    res = run_json("--allow", "socket.socket", code=code)
+    assert res["status"] == "rejected"
+    assert res["message"].startswith("rejected: blocked socket.connect(('127.0.0.1', 9)) at main.py line 3 "
+                                     "(SR103 network)")
+
+
+def test_runtime_guard_follows_the_allow_list_and_no_check():
+    code = EVASIONS[0][0]
+    for args in (["--allow", "os.system"], ["--allow", "SR101"], ["--no-check"]):
+        res = run_json(*args, code=code)
+        assert res["status"] == "ok", (args, res)
+        assert res["stdout"] == "before\nafter\n"
+
+
+def test_runtime_guard_leaves_ordinary_code_alone():
+    code = ("import json, pathlib, platform, traceback\n"
+            "from dataclasses import dataclass\n"
+            "from collections import namedtuple\n"
+            "@dataclass\nclass P:\n    x: int\n"
+            "Pt = namedtuple('Pt', 'a b')\n"
+            "pathlib.Path('out.json').write_text(json.dumps({'a': 1}))\n"
+            "open('/tmp/t.txt', 'w').write('x')\n"
+            "print(json.loads(open('out.json').read()), P(1), Pt(1, 2), platform.system())\n"
+            "try:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n")
+    res = run_json(code=code)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "{'a': 1} P(x=1) Pt(a=1, b=2) Linux\n"
+    assert 'File "main.py", line 12, in <module>' in res["stderr"]
