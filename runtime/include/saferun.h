@@ -254,6 +254,13 @@ const sr_check_rule *sr_check_rules(size_t *n);
 
 /* What saferun detected on this host, as JSON (caller frees). */
 char *sr_info_json(const char *rootfs_dir);
+/* Remove what a previous saferun in this cgroup left behind after a crash:
+ * kill every process in each group below saferun's parent group(s)
+ * (<own cgroup>/saferun/<id> in each hierarchy) and remove the groups.
+ * Only for a process that is the one saferun in its cgroup (saferund):
+ * it would end the runs of any other. Returns the number of groups
+ * removed, or < 0 (err says which group could not be removed). */
+int sr_cleanup_stale(sr_error *err);
 
 #ifdef __cplusplus
 }

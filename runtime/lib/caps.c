@@ -1,10 +1,10 @@
 #include "caps.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <linux/securebits.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int sr_caps_drop_all(uid_t uid, gid_t gid, const char **step)
@@ -27,14 +27,17 @@ int sr_caps_drop_all(uid_t uid, gid_t gid, const char **step)
 	*step = "clear ambient capabilities";
 	if (cap_reset_ambient() < 0)
 		return -errno;
+	/* Raw system calls for the ids: glibc's wrappers would broadcast the
+	 * change to every thread a multi-threaded parent (saferund) had, taking
+	 * locks this single-threaded child may have inherited held. */
 	*step = "drop supplementary groups";
-	if (setgroups(0, NULL) < 0)
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
 		return -errno;
 	*step = "switch to the sandbox gid";
-	if (setresgid(gid, gid, gid) < 0)
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
 		return -errno;
 	*step = "switch to the sandbox uid";
-	if (setresuid(uid, uid, uid) < 0)
+	if (syscall(SYS_setresuid, uid, uid, uid) < 0)
 		return -errno;
 	/* setresuid cleared effective and permitted (no KEEP_CAPS);
 	 * inheritable survives it, so clear all three explicitly. A raw

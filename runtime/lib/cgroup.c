@@ -1,5 +1,6 @@
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -276,6 +277,13 @@ static int v1_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
 
 static int v1_kill_all(sr_cgroup *cg)
 {
+	/* A stale group may lack its freezer dir: kill what each dir holds. */
+	if (!cg->dir[R_FREEZER]) {
+		for (int r = 0; r < R_COUNT; r++)
+			if (cg->dir[r])
+				signal_procs(cg->dir[r]);
+		return 0;
+	}
 	/* Freeze first so a fork bomb cannot outrun the kill loop. */
 	char state[PATH_MAX], buf[32];
 	snprintf(state, sizeof state, "%s/freezer.state", cg->dir[R_FREEZER]);
@@ -387,8 +395,15 @@ static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 			sr_fail(err, errno, "create cgroup %s", cg->parent[r]);
 			goto out;
 		}
-		if (cg->mode == SR_CGROUP_V2 && v2_delegate(cg->parent[r], false, err))
+		/* ... or between the mkdir and the delegation (ENOENT): again. */
+		sr_error e = { 0 };
+		if (cg->mode == SR_CGROUP_V2 && v2_delegate(cg->parent[r], false, &e)) {
+			if (e.errnum == ENOENT)
+				continue;
+			if (err)
+				*err = e;
 			goto out;
+		}
 		if (mkdir(cg->dir[r], 0755) == 0) {
 			rc = 0;
 			goto out;
@@ -530,7 +545,8 @@ int sr_cgroup_kill(sr_cgroup *cg, sr_error *err)
 			ops(cg)->kill_all(cg);
 		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	}
-	return sr_fail(err, EBUSY, "processes of sandbox cgroup %s did not die", cg->dir[R_PIDS]);
+	const char *dir = cg->dir[R_PIDS] ? cg->dir[R_PIDS] : cg->dir[R_MEMORY];
+	return sr_fail(err, EBUSY, "processes of sandbox cgroup %s did not die", dir ? dir : "?");
 }
 
 int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
@@ -564,4 +580,97 @@ int sr_cgroup_destroy(sr_cgroup *cg, sr_error *err)
 	}
 	free(cg);
 	return rc;
+}
+
+/* ---- leftovers of a previous instance ------------------------------------- */
+
+/* The group `id` below saferun's parent in each hierarchy, as far as it
+ * still exists, so sr_cgroup_destroy can kill and remove it. */
+static sr_cgroup *stale_group(sr_cgroup_mode mode, const char *id)
+{
+	sr_cgroup *cg = calloc(1, sizeof *cg);
+	if (!cg)
+		return NULL;
+	cg->mode = mode;
+	cg->fd = -1;
+	for (int r = 0; r < R_COUNT; r++) {
+		char *own = sr_cgroup_own_dir(mode, role_controller[r]);
+		struct stat st;
+		if (own && asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT, own) >= 0 &&
+		    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) >= 0 &&
+		    (stat(cg->dir[r], &st) < 0 || !S_ISDIR(st.st_mode))) {
+			free(cg->dir[r]);
+			cg->dir[r] = NULL;
+		}
+		free(own);
+		if (mode == SR_CGROUP_V2)
+			break; /* one hierarchy: role 0 stands for all */
+	}
+	return cg;
+}
+
+/* Names of the groups below one parent dir. */
+static int list_groups(const char *parent, char ***names, size_t *n)
+{
+	DIR *d = opendir(parent);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	int rc = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		char **grown = realloc(*names, (*n + 1) * sizeof **names);
+		if (!grown || !(grown[*n] = strdup(e->d_name))) {
+			*names = grown ? grown : *names;
+			rc = -ENOMEM;
+			break;
+		}
+		*names = grown;
+		(*n)++;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Kill and remove every group below one parent dir; returns how many. */
+static int cleanup_parent(sr_cgroup_mode mode, const char *parent, sr_error *err)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = list_groups(parent, &names, &n), removed = 0;
+	if (rc < 0)
+		sr_fail(err, -rc, "list stale sandbox groups in %s", parent);
+	for (size_t i = 0; i < n; i++) {
+		sr_cgroup *cg = stale_group(mode, names[i]);
+		if (!cg)
+			rc = sr_fail(err, ENOMEM, "stale sandbox group %s", names[i]);
+		else if (sr_cgroup_destroy(cg, rc < 0 ? NULL : err) < 0)
+			rc = -1; /* the first error is the one reported */
+		else
+			removed++;
+		free(names[i]);
+	}
+	free(names);
+	return rc < 0 ? -1 : removed;
+}
+
+int sr_cleanup_stale(sr_error *err)
+{
+	sr_cgroup_mode mode = sr_cgroup_detect();
+	int removed = 0, failed = 0;
+	for (int r = 0; mode != SR_CGROUP_NONE && r < R_COUNT; r++) {
+		char *own = sr_cgroup_own_dir(mode, role_controller[r]), *parent = NULL;
+		/* Destroying a group removes it from every hierarchy, so the
+		 * later hierarchies list only what is left. */
+		if (own && asprintf(&parent, "%s/" SR_CGROUP_PARENT, own) >= 0) {
+			int n = cleanup_parent(mode, parent, failed ? NULL : err);
+			failed |= n < 0;
+			removed += n > 0 ? n : 0;
+		}
+		free(parent);
+		free(own);
+		if (mode == SR_CGROUP_V2)
+			break; /* one hierarchy */
+	}
+	return failed ? -1 : removed;
 }

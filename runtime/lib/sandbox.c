@@ -149,7 +149,8 @@ static __attribute__((noreturn)) void contain(const struct child *c)
 	close(c->sync_fd);
 	/* The maps are written: become the namespace's root (host uid
 	 * SR_HOST_ID_BASE), or files we create would belong to no one. */
-	if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
+	    syscall(SYS_setresuid, 0, 0, 0) < 0) /* raw: see caps.c */
 		child_fail(c, errno, "become root of the user namespace");
 	/* Now inside our cgroup: make it the root of what /proc shows. */
 	if (unshare(CLONE_NEWCGROUP) < 0)

@@ -100,7 +100,8 @@ static void store(const char *dir, const char *path, const char *key, size_t key
 		  const sr_bpf *prog)
 {
 	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, getpid());
+	/* Unique per thread: a daemon compiles from several at once. */
+	snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", path, getpid(), gettid());
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
