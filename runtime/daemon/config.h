@@ -1,0 +1,38 @@
+/* saferund's settings: built-in defaults, then the config file
+ * (/etc/saferun/saferund.json or --config FILE), then flags. Every key
+ * is validated strictly; an error names the key and the value. */
+#ifndef SRD_CONFIG_H
+#define SRD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRD_DEFAULT_CONFIG   "/etc/saferun/saferund.json"
+#define SRD_DEFAULT_SOCKET   "/run/saferun/saferund.sock"
+#define SRD_DEFAULT_POLICIES "/etc/saferun/policies"
+
+typedef struct srd_config {
+	char *config_file;
+	char *socket_path;  /* "" : no unix socket */
+	char *socket_group; /* NULL: root's group */
+	char *listen;       /* "HOST:PORT" or NULL */
+	char *token_file;
+	bool insecure_no_token;
+	char *policies_dir;
+	char *rootfs_dir; /* NULL: the library's default */
+	char *default_policy;
+	uint64_t max_runs;
+	uint64_t queue_depth;
+	uint64_t max_body_bytes;
+	uint64_t max_connections;
+	uint64_t shutdown_grace_ms;
+	bool policies_dir_given; /* a missing dir is an error only if asked for */
+} srd_config;
+
+/* Fill c from defaults, the config file and argv. Returns 0, 1 when
+ * --help or --version was answered (exit 0), or -1 with msg set. */
+int srd_config_load(srd_config *c, int argc, char **argv, char *msg, size_t size);
+void srd_config_free(srd_config *c);
+
+#endif

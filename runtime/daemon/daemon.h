@@ -1,0 +1,28 @@
+/* The state every handler shares: settings, policies, the run gate,
+ * metrics. One per process, built by main. */
+#ifndef SRD_DAEMON_H
+#define SRD_DAEMON_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "limits.h"
+#include "metrics.h"
+#include "policies.h"
+
+typedef struct srd_ctx {
+	const srd_config *cfg;
+	srd_policies *policies;
+	srd_gate gate;
+	srd_metrics metrics;
+	const char *token; /* bearer token for TCP; NULL: none */
+	uint64_t started_ms;
+	atomic_bool draining;
+	atomic_uint requests_active; /* received and not yet answered */
+} srd_ctx;
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t srd_now_ms(void);
+
+#endif

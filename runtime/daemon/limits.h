@@ -1,0 +1,36 @@
+/* The run gate: at most max_running runs at once, at most max_waiting
+ * more waiting in a FIFO queue, the rest turned away (429). Closing it
+ * (drain) turns away the waiters and every later caller (503). */
+#ifndef SRD_LIMITS_H
+#define SRD_LIMITS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct srd_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	unsigned max_running, max_waiting;
+	unsigned running, waiting;
+	uint64_t next_ticket, head; /* FIFO: tickets are admitted in order */
+	bool closed;
+} srd_gate;
+
+typedef enum srd_gate_result {
+	SRD_GATE_OK = 0,
+	SRD_GATE_FULL,   /* the queue is full: try again later */
+	SRD_GATE_CLOSED, /* the daemon is shutting down */
+} srd_gate_result;
+
+int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting);
+void srd_gate_destroy(srd_gate *g);
+/* Wait for a slot; on SRD_GATE_OK the caller must srd_gate_leave. */
+srd_gate_result srd_gate_enter(srd_gate *g);
+void srd_gate_leave(srd_gate *g);
+void srd_gate_close(srd_gate *g);
+/* Wait until nothing runs, at most timeout_ms. True when idle. */
+bool srd_gate_wait_idle(srd_gate *g, uint64_t timeout_ms);
+void srd_gate_counts(srd_gate *g, unsigned *running, unsigned *waiting);
+
+#endif

@@ -1,0 +1,183 @@
+/* saferund: the root-helper daemon. Serves runs over a unix socket (and
+ * optionally loopback TCP with a token) from one process that owns the
+ * sandboxes' cgroups: it clears a crashed instance's leftovers when it
+ * starts, drains on SIGTERM and reloads policies on SIGHUP. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "daemon.h"
+#include "listen.h"
+#include "log.h"
+#include "server.h"
+
+static int signal_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)sig;
+	ssize_t n = write(signal_pipe[1], &b, 1);
+	(void)n;
+	errno = saved;
+}
+
+/* A handler, not SIG_IGN: an ignored SIGPIPE would be inherited by the
+ * sandboxed code across exec. Writes to a closed pipe fail with EPIPE. */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
+static int install_signals(void)
+{
+	if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			return -1;
+	sa.sa_handler = on_sigpipe;
+	return sigaction(SIGPIPE, &sa, NULL);
+}
+
+static void cleanup_stale(const char *when)
+{
+	sr_error err = { 0 };
+	int n = sr_cleanup_stale(&err);
+	if (n < 0)
+		srd_log("error", "cleanup", "%s: %s", when, err.msg);
+	else if (n > 0)
+		srd_log("warning", "cleanup", "%s: removed %d sandbox group%s left behind", when, n,
+			n == 1 ? "" : "s");
+}
+
+static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)
+{
+	cJSON *line = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(line, "listeners");
+	for (int i = 0; i < n; i++) {
+		cJSON *l = cJSON_CreateObject();
+		cJSON_AddStringToObject(l, ls[i].is_unix ? "socket" : "tcp", ls[i].name);
+		cJSON_AddBoolToObject(l, "token", ls[i].need_token);
+		cJSON_AddItemToArray(arr, l);
+	}
+	cJSON_AddStringToObject(line, "version", SR_VERSION);
+	cJSON_AddNumberToObject(line, "pid", getpid());
+	cJSON_AddNumberToObject(line, "max_concurrent_runs", ctx->gate.max_running);
+	cJSON_AddNumberToObject(line, "queue_depth", ctx->gate.max_waiting);
+	cJSON_AddItemToObject(line, "policies", srd_policies_names(ctx->policies));
+	srd_log_json("ready", line);
+}
+
+/* Serve until SIGTERM or SIGINT; SIGHUP reloads the policies. */
+static void serve(srd_ctx *ctx)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = signal_pipe[0], .events = POLLIN };
+		unsigned char sig;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return;
+		if (read(signal_pipe[0], &sig, 1) != 1)
+			continue;
+		if (sig != SIGHUP) {
+			srd_log("info", "shutdown", "signal %d: draining", sig);
+			return;
+		}
+		char msg[1024];
+		int n = srd_policies_reload(ctx->policies, msg, sizeof msg);
+		if (n < 0)
+			srd_log("error", "reload", "policies not reloaded, the old ones stay: %s",
+				msg);
+		else
+			srd_log("info", "reload", "%d policies loaded", n);
+	}
+}
+
+/* Stop taking work, let the runs finish within the grace period, end the
+ * ones still going, then close every connection. */
+static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
+{
+	atomic_store(&ctx->draining, true);
+	srd_server_quiesce(srv);
+	srd_listen_unlink(ls, n);
+	srd_gate_close(&ctx->gate);
+	if (!srd_gate_wait_idle(&ctx->gate, ctx->cfg->shutdown_grace_ms)) {
+		srd_log("warning", "shutdown", "grace period over: killing the runs still going");
+		cleanup_stale("shutdown"); /* their results say "killed" */
+		srd_gate_wait_idle(&ctx->gate, 10000);
+	}
+	/* Let the last answers go out before the connections close. */
+	for (int i = 0; i < 500 && atomic_load(&ctx->requests_active); i++)
+		usleep(10000);
+	srd_server_stop(srv);
+	srd_listen_close(ls, n);
+	cleanup_stale("shutdown");
+}
+
+static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
+{
+	if (geteuid() != 0)
+		return snprintf(msg, size,
+				"saferund must run as root: it builds namespaces and "
+				"cgroups (the code it runs never is)"),
+		       -1;
+	if (srd_token_load(cfg->token_file, token, msg, size) ||
+	    srd_policies_open(cfg->policies_dir, cfg->policies_dir_given, &ctx->policies, msg,
+			      size))
+		return -1;
+	if (!srd_policies_has(ctx->policies, cfg->default_policy))
+		return snprintf(msg, size, "default_policy: no policy \"%s\" in %s",
+				cfg->default_policy, cfg->policies_dir),
+		       -1;
+	if (srd_gate_init(&ctx->gate, (unsigned)cfg->max_runs, (unsigned)cfg->queue_depth) ||
+	    srd_metrics_init(&ctx->metrics) || install_signals())
+		return snprintf(msg, size, "start-up: %s", strerror(errno)), -1;
+	ctx->cfg = cfg;
+	ctx->token = *token;
+	ctx->started_ms = srd_now_ms();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	srd_config cfg;
+	srd_ctx ctx = { 0 };
+	srd_listener ls[SRD_MAX_LISTENERS];
+	srd_server *srv = NULL;
+	char msg[1024], *token = NULL;
+	int n = 0, rc = srd_config_load(&cfg, argc, argv, msg, sizeof msg);
+	if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
+		cleanup_stale("start-up");
+		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
+		rc = n < 0 ? -1 : srd_server_start(&ctx, ls, n, &srv, msg, sizeof msg);
+		if (rc == 0) {
+			log_ready(&ctx, ls, n);
+			serve(&ctx);
+			drain(&ctx, srv, ls, n);
+			srd_log("info", "shutdown", "stopped");
+		} else if (n > 0) {
+			srd_listen_unlink(ls, n);
+			srd_listen_close(ls, n);
+		}
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		srd_log("error", "start", "saferund: %s", msg);
+	srd_policies_close(ctx.policies);
+	if (ctx.cfg) {
+		srd_gate_destroy(&ctx.gate);
+		srd_metrics_destroy(&ctx.metrics);
+	}
+	free(token);
+	srd_config_free(&cfg);
+	return rc < 0 ? 2 : 0;
+}

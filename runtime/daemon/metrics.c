@@ -1,0 +1,152 @@
+#include "metrics.h"
+
+#include "daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Upper bounds in seconds: a cold print('hi') is ~25 ms, the default time
+ * limit 20 s. */
+static const double bucket_le[SRD_DURATION_BUCKETS] = {
+	0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+uint64_t srd_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int srd_metrics_init(srd_metrics *m)
+{
+	memset(m, 0, sizeof *m);
+	m->started_ms = srd_now_ms();
+	return pthread_mutex_init(&m->lock, NULL) ? -1 : 0;
+}
+
+void srd_metrics_destroy(srd_metrics *m)
+{
+	pthread_mutex_destroy(&m->lock);
+}
+
+void srd_metrics_run(srd_metrics *m, sr_status status, uint64_t run_ms, uint64_t queue_ms)
+{
+	double s = (double)run_ms / 1000.0;
+	pthread_mutex_lock(&m->lock);
+	if ((unsigned)status < SRD_STATUS_COUNT)
+		m->runs[status]++;
+	for (size_t i = 0; i < SRD_DURATION_BUCKETS; i++)
+		if (s <= bucket_le[i]) {
+			m->run_buckets[i]++;
+			break;
+		}
+	m->run_count++;
+	m->run_seconds += s;
+	m->queue_wait_count++;
+	m->queue_wait_seconds += (double)queue_ms / 1000.0;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void srd_metrics_refused(srd_metrics *m, enum srd_refusal why)
+{
+	pthread_mutex_lock(&m->lock);
+	m->refused[why]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void srd_metrics_request(srd_metrics *m, unsigned http_status)
+{
+	unsigned cls = http_status / 100;
+	pthread_mutex_lock(&m->lock);
+	m->requests_by_class[cls < 6 ? cls : 0]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void render_runs(FILE *f, const srd_metrics *m)
+{
+	fputs("# HELP saferund_runs_total Runs that happened, by result status.\n"
+	      "# TYPE saferund_runs_total counter\n",
+	      f);
+	for (int s = 0; s < SRD_STATUS_COUNT; s++)
+		fprintf(f, "saferund_runs_total{status=\"%s\"} %llu\n",
+			sr_status_name((sr_status)s), (unsigned long long)m->runs[s]);
+	fputs("# HELP saferund_run_duration_seconds Wall time of a run in its sandbox.\n"
+	      "# TYPE saferund_run_duration_seconds histogram\n",
+	      f);
+	uint64_t cumulative = 0;
+	for (size_t i = 0; i < SRD_DURATION_BUCKETS; i++) {
+		cumulative += m->run_buckets[i];
+		fprintf(f, "saferund_run_duration_seconds_bucket{le=\"%g\"} %llu\n", bucket_le[i],
+			(unsigned long long)cumulative);
+	}
+	fprintf(f,
+		"saferund_run_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+		"saferund_run_duration_seconds_sum %.6f\n"
+		"saferund_run_duration_seconds_count %llu\n",
+		(unsigned long long)m->run_count, m->run_seconds, (unsigned long long)m->run_count);
+	fprintf(f,
+		"# HELP saferund_queue_wait_seconds Time runs waited for a free slot.\n"
+		"# TYPE saferund_queue_wait_seconds summary\n"
+		"saferund_queue_wait_seconds_sum %.6f\n"
+		"saferund_queue_wait_seconds_count %llu\n",
+		m->queue_wait_seconds, (unsigned long long)m->queue_wait_count);
+}
+
+static void render_refusals(FILE *f, const srd_metrics *m)
+{
+	static const char *const why[] = { "bad_request", "queue_full", "draining" };
+	fputs(
+	    "# HELP saferund_runs_refused_total Run requests refused before a sandbox was built.\n"
+	    "# TYPE saferund_runs_refused_total counter\n",
+	    f);
+	for (size_t i = 0; i < 3; i++)
+		fprintf(f, "saferund_runs_refused_total{reason=\"%s\"} %llu\n", why[i],
+			(unsigned long long)m->refused[i]);
+	fputs("# HELP saferund_http_requests_total HTTP requests answered, by status class.\n"
+	      "# TYPE saferund_http_requests_total counter\n",
+	      f);
+	for (unsigned c = 1; c < 6; c++)
+		fprintf(f, "saferund_http_requests_total{code=\"%uxx\"} %llu\n", c,
+			(unsigned long long)m->requests_by_class[c]);
+}
+
+char *srd_metrics_render(srd_metrics *m, srd_gate *gate, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	unsigned running, waiting;
+	srd_gate_counts(gate, &running, &waiting);
+	pthread_mutex_lock(&m->lock);
+	srd_metrics copy = *m;
+	pthread_mutex_unlock(&m->lock);
+	render_runs(f, &copy);
+	render_refusals(f, &copy);
+	fprintf(f,
+		"# HELP saferund_runs_in_flight Runs executing now.\n"
+		"# TYPE saferund_runs_in_flight gauge\n"
+		"saferund_runs_in_flight %u\n"
+		"# HELP saferund_queue_depth Runs waiting for a slot.\n"
+		"# TYPE saferund_queue_depth gauge\n"
+		"saferund_queue_depth %u\n"
+		"# HELP saferund_max_concurrent_runs Runs allowed at once.\n"
+		"# TYPE saferund_max_concurrent_runs gauge\n"
+		"saferund_max_concurrent_runs %u\n"
+		"# HELP saferund_queue_capacity Runs allowed to wait.\n"
+		"# TYPE saferund_queue_capacity gauge\n"
+		"saferund_queue_capacity %u\n"
+		"# HELP saferund_uptime_seconds Seconds since the daemon started.\n"
+		"# TYPE saferund_uptime_seconds gauge\n"
+		"saferund_uptime_seconds %.3f\n",
+		running, waiting, gate->max_running, gate->max_waiting,
+		(double)(srd_now_ms() - copy.started_ms) / 1000.0);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -1,0 +1,38 @@
+/* Counters for GET /metrics (Prometheus text format 0.0.4). */
+#ifndef SRD_METRICS_H
+#define SRD_METRICS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+#include "saferun.h"
+
+#define SRD_DURATION_BUCKETS 12
+#define SRD_STATUS_COUNT     (SR_STATUS_INTERNAL_ERROR + 1)
+
+typedef struct srd_metrics {
+	pthread_mutex_t lock;
+	uint64_t runs[SRD_STATUS_COUNT];
+	uint64_t run_buckets[SRD_DURATION_BUCKETS]; /* cumulative at render */
+	uint64_t run_count;
+	double run_seconds;
+	uint64_t queue_wait_count;
+	double queue_wait_seconds;
+	uint64_t refused[3];           /* bad request (4xx), queue full (429), draining (503) */
+	uint64_t requests_by_class[6]; /* 1xx .. 5xx by first digit */
+	uint64_t started_ms;
+} srd_metrics;
+
+enum srd_refusal { SRD_REFUSED_BAD_REQUEST, SRD_REFUSED_QUEUE_FULL, SRD_REFUSED_DRAINING };
+
+int srd_metrics_init(srd_metrics *m);
+void srd_metrics_destroy(srd_metrics *m);
+void srd_metrics_run(srd_metrics *m, sr_status status, uint64_t run_ms, uint64_t queue_ms);
+void srd_metrics_refused(srd_metrics *m, enum srd_refusal why);
+void srd_metrics_request(srd_metrics *m, unsigned http_status);
+/* The exposition text (caller frees). */
+char *srd_metrics_render(srd_metrics *m, srd_gate *gate, size_t *len);
+
+#endif

@@ -1,0 +1,129 @@
+#include "routes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+
+extern const unsigned char srd_embedded_openapi[];
+extern const size_t srd_embedded_openapi_len;
+
+static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res);
+static void handle_metrics(srd_ctx *ctx, const srd_request *req, srd_response *res);
+static void handle_openapi(srd_ctx *ctx, const srd_request *req, srd_response *res);
+
+static const srd_route_def routes[] = {
+	{ "POST", "/v1/run", srd_handle_run },         { "GET", "/v1/health", handle_health },
+	{ "GET", "/health", handle_health },           { "GET", "/metrics", handle_metrics },
+	{ "GET", "/v1/openapi.json", handle_openapi },
+};
+#define N_ROUTES (sizeof routes / sizeof *routes)
+
+/* Segment by segment; a pattern's "{x}" takes one non-empty segment. */
+bool srd_route_match(const char *pattern, const char *path, srd_request *req)
+{
+	size_t n_params = 0;
+	const char *p = pattern, *s = path;
+	while (*p && *s) {
+		if (*p == '{') {
+			const char *pend = strchr(p, '}'), *send = strchrnul(s, '/');
+			size_t len = (size_t)(send - s);
+			if (!pend || len == 0 || len >= sizeof req->params[0] ||
+			    n_params >= SRD_MAX_PARAMS)
+				return false;
+			if (req)
+				snprintf(req->params[n_params], sizeof req->params[0], "%.*s",
+					 (int)len, s);
+			n_params++;
+			p = pend + 1;
+			s = send;
+			continue;
+		}
+		if (*p++ != *s++)
+			return false;
+	}
+	/* one trailing slash is allowed: "/v1/run/" */
+	if (*p || (*s && strcmp(s, "/") != 0))
+		return false;
+	if (req)
+		req->n_params = n_params;
+	return true;
+}
+
+void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
+{
+	char allow[64] = "";
+	for (size_t i = 0; i < N_ROUTES; i++) {
+		if (!srd_route_match(routes[i].pattern, req->path, NULL))
+			continue;
+		if (strcmp(routes[i].method, req->method) == 0) {
+			srd_route_match(routes[i].pattern, req->path, req);
+			routes[i].handler(ctx, req, res);
+			return;
+		}
+		if (!strstr(allow, routes[i].method))
+			snprintf(allow + strlen(allow), sizeof allow - strlen(allow), "%s%s",
+				 allow[0] ? ", " : "", routes[i].method);
+	}
+	srd_ferr e = { 0 };
+	if (allow[0]) {
+		srd_fail(&e, 405, NULL, "%s is not allowed on %s (allowed: %s)", req->method,
+			 req->path, allow);
+		srd_respond_error(res, &e);
+		snprintf(res->allow, sizeof res->allow, "%s%s", allow,
+			 strstr(allow, "GET") ? ", HEAD" : "");
+		return;
+	}
+	srd_fail(&e, 404, NULL, "no route %s %s (see GET /v1/openapi.json)", req->method,
+		 req->path);
+	srd_respond_error(res, &e);
+}
+
+static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
+	unsigned running, waiting;
+	srd_gate_counts(&ctx->gate, &running, &waiting);
+	bool draining = atomic_load(&ctx->draining);
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "status", draining ? "draining" : "healthy");
+	cJSON_AddStringToObject(j, "version", SR_VERSION);
+	cJSON_AddNumberToObject(j, "uptime_s", (double)(srd_now_ms() - ctx->started_ms) / 1000.0);
+	cJSON_AddNumberToObject(j, "runs_in_flight", running);
+	cJSON_AddNumberToObject(j, "queue_depth", waiting);
+	cJSON_AddNumberToObject(j, "max_concurrent_runs", ctx->gate.max_running);
+	cJSON_AddNumberToObject(j, "queue_capacity", ctx->gate.max_waiting);
+	cJSON_AddNumberToObject(j, "active_sessions", 0);
+	cJSON *protocols = cJSON_AddArrayToObject(j, "protocols");
+	cJSON_AddItemToArray(protocols, cJSON_CreateString("rest"));
+	cJSON_AddItemToObject(j, "policies", srd_policies_names(ctx->policies));
+	cJSON_AddStringToObject(j, "default_policy", ctx->cfg->default_policy);
+	/* A load balancer takes a draining daemon out of rotation. */
+	srd_respond_json(res, draining ? 503 : 200, j);
+}
+
+static void handle_metrics(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
+	size_t len = 0;
+	char *text = srd_metrics_render(&ctx->metrics, &ctx->gate, &len);
+	if (!text) {
+		srd_ferr e = { 0 };
+		srd_fail(&e, 500, NULL, "could not render the metrics");
+		srd_respond_error(res, &e);
+		return;
+	}
+	srd_respond_text(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+static void handle_openapi(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)ctx;
+	(void)req;
+	char *copy = malloc(srd_embedded_openapi_len);
+	if (copy)
+		memcpy(copy, srd_embedded_openapi, srd_embedded_openapi_len);
+	srd_respond_text(res, copy ? 200 : 500, "application/json", copy,
+			 copy ? srd_embedded_openapi_len : 0);
+}

@@ -1,0 +1,23 @@
+/* The route table: method + path pattern -> handler. Paths match with or
+ * without a trailing slash ("/v1/run/" is "/v1/run"); "{name}" segments
+ * capture into req->params, for the session routes to come. */
+#ifndef SRD_ROUTES_H
+#define SRD_ROUTES_H
+
+#include "daemon.h"
+#include "http.h"
+
+typedef void (*srd_handler)(srd_ctx *ctx, const srd_request *req, srd_response *res);
+
+typedef struct srd_route_def {
+	const char *method;
+	const char *pattern;
+	srd_handler handler;
+} srd_route_def;
+
+/* Find the route and run it; 404 or 405 with a JSON body otherwise. */
+void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res);
+/* Does path match pattern? Captures go to req->params (req may be NULL). */
+bool srd_route_match(const char *pattern, const char *path, srd_request *req);
+
+#endif

@@ -1,0 +1,147 @@
+#include "run.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static srd_gate_result enter_gate(srd_ctx *ctx, srd_ferr *e)
+{
+	srd_gate_result g = srd_gate_enter(&ctx->gate);
+	if (g == SRD_GATE_FULL) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
+		srd_fail(e, 429, NULL,
+			 "saferund is busy: %u runs are running and %u waiting; "
+			 "try again shortly",
+			 ctx->gate.max_running, ctx->gate.max_waiting);
+		e->retry_after = 1;
+	} else if (g == SRD_GATE_CLOSED) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_DRAINING);
+		srd_fail(e, 503, NULL, "saferund is shutting down; try again shortly");
+		e->retry_after = 5;
+	}
+	return g;
+}
+
+/* The library refused before anything ran: bad input, or a host problem. */
+static int refused(const sr_error *err, srd_ferr *e)
+{
+	switch (err->errnum) {
+	case EINVAL: return srd_fail(e, 400, NULL, "%s", err->msg);
+	case EILSEQ: return srd_fail(e, 400, "code", "%s", err->msg);
+	case EFBIG: return srd_fail(e, 413, NULL, "%s", err->msg);
+	default: return srd_fail(e, 500, NULL, "the sandbox could not be set up: %s", err->msg);
+	}
+}
+
+/* Sandboxes inherit the calling thread's signal mask across exec; the
+ * server's threads block some signals, the code must not see that. */
+static int run_unmasked(const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	sigset_t none, old;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, &old);
+	int rc = sr_run(req, res, err);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static void log_run(const sr_result *r, const char *policy, const srd_peer *peer, uint64_t queue_ms,
+		    uint64_t total_ms, size_t code_len)
+{
+	cJSON *line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, "id", r->id);
+	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
+	cJSON_AddStringToObject(line, "policy", policy);
+	cJSON_AddStringToObject(line, "status", sr_status_name(r->status));
+	cJSON_AddNumberToObject(line, "exit_code", r->exit_code);
+	cJSON_AddNumberToObject(line, "signal", r->signal);
+	cJSON_AddNumberToObject(line, "queue_ms", (double)queue_ms);
+	cJSON_AddNumberToObject(line, "duration_ms", (double)r->duration_ms);
+	cJSON_AddNumberToObject(line, "total_ms", (double)total_ms);
+	cJSON_AddNumberToObject(line, "cpu_ms", (double)r->cpu_ms);
+	cJSON_AddNumberToObject(line, "peak_memory_bytes", (double)r->peak_memory_bytes);
+	cJSON_AddNumberToObject(line, "code_bytes", (double)code_len);
+	cJSON *hit = cJSON_AddArrayToObject(line, "limits_hit");
+	if (r->status == SR_STATUS_TIMEOUT)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("wall_time"));
+	if (r->hit_memory)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("memory"));
+	if (r->hit_pids)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("pids"));
+	if (r->truncated)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("output"));
+	if (r->message[0])
+		cJSON_AddStringToObject(line, "message", r->message);
+	srd_log_json("run", line);
+}
+
+int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, sr_result *res,
+		    srd_ferr *e)
+{
+	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
+	sr_policy *p = NULL;
+	if (srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	    srd_run_opts_apply(o, p, name, e)) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		sr_policy_free(p);
+		return -1;
+	}
+	sr_run_request req = {
+		.policy = p,
+		.code = o->code,
+		.code_size = o->code_len,
+		.files = o->files,
+		.n_files = o->n_files,
+		.stdin_data = o->stdin_data,
+		.stdin_size = o->stdin_len,
+		.rootfs_dir = ctx->cfg->rootfs_dir,
+		.allow = o->allow,
+		.n_allow = o->n_allow,
+	};
+	uint64_t t0 = srd_now_ms();
+	if (enter_gate(ctx, e) != SRD_GATE_OK) {
+		sr_policy_free(p);
+		return -1;
+	}
+	uint64_t t1 = srd_now_ms();
+	sr_error err = { 0 };
+	int rc = run_unmasked(&req, res, &err);
+	srd_gate_leave(&ctx->gate);
+	sr_policy_free(p);
+	if (rc < 0) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		return refused(&err, e);
+	}
+	srd_metrics_run(&ctx->metrics, res->status, res->duration_ms, t1 - t0);
+	log_run(res, name, peer, t1 - t0, srd_now_ms() - t0, o->code_len);
+	return 0;
+}
+
+void srd_handle_run(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	cJSON *doc = NULL;
+	srd_run_opts o = { 0 };
+	sr_result r;
+	if (srd_json_parse_object(req->body, req->body_len, &doc, &e) ||
+	    srd_run_opts_parse(doc, &o, &e)) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		srd_respond_error(res, &e);
+	} else if (srd_run_execute(ctx, &o, req->peer, &r, &e)) {
+		srd_respond_error(res, &e);
+	} else {
+		char *json = sr_result_to_json(&r);
+		sr_result_free(&r);
+		if (json)
+			srd_respond_text(res, 200, "application/json", json, strlen(json));
+		else
+			srd_respond_error(res,
+					  &(srd_ferr){ .status = 500, .msg = "out of memory" });
+	}
+	srd_run_opts_free(&o);
+	cJSON_Delete(doc);
+}

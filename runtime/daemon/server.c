@@ -1,0 +1,307 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "auth.h"
+#include "http.h"
+#include "log.h"
+#include "routes.h"
+
+/* Idle keep-alive connections close after this; a run in progress is
+ * exempt (see dispatch). */
+#define IDLE_TIMEOUT_S 120u
+
+struct endpoint {
+	struct MHD_Daemon *mhd;
+	srd_ctx *ctx;
+	srd_listener *l;
+};
+
+struct srd_server {
+	struct endpoint ep[SRD_MAX_LISTENERS];
+	int n;
+};
+
+/* One request on a connection, from its headers to its completion. */
+struct exchange {
+	struct endpoint *ep;
+	srd_peer peer;
+	char *body;
+	size_t len, cap, received;
+	bool too_large, answered;
+	unsigned status;
+	size_t bytes_out;
+	uint64_t start_ms;
+	char method[16], path[512], error_field[128];
+};
+
+static void fill_peer(srd_peer *p, struct MHD_Connection *c, bool is_unix)
+{
+	p->is_unix = is_unix;
+	if (is_unix) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct ucred cred;
+		socklen_t len = sizeof cred;
+		if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+			p->have_cred = true;
+			p->pid = cred.pid;
+			p->uid = cred.uid;
+			p->gid = cred.gid;
+		}
+		return;
+	}
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+		snprintf(p->addr, sizeof p->addr, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+		snprintf(p->addr, sizeof p->addr, "[%s]:%u", host, ntohs(in6->sin6_port));
+	}
+}
+
+static enum MHD_Result send_response(struct exchange *x, struct MHD_Connection *c,
+				     srd_response *res)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(res->body_len, res->body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(res->body);
+		return MHD_NO;
+	}
+	res->body = NULL; /* MHD frees it */
+	char num[16];
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				res->content_type ? res->content_type : "application/json");
+	if (res->retry_after) {
+		snprintf(num, sizeof num, "%u", res->retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, num);
+	}
+	if (res->allow[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+	if (res->status == 401)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"saferund\"");
+	enum MHD_Result ok = MHD_queue_response(c, res->status, r);
+	MHD_destroy_response(r);
+	if (ok == MHD_YES) {
+		x->answered = true;
+		x->status = res->status;
+		x->bytes_out = res->body_len;
+		snprintf(x->error_field, sizeof x->error_field, "%s", res->error_field);
+	}
+	return ok;
+}
+
+static enum MHD_Result send_error(struct exchange *x, struct MHD_Connection *c, unsigned status,
+				  const char *fmt, const char *arg)
+{
+	srd_ferr e = { 0 };
+	srd_fail(&e, status, NULL, fmt, arg);
+	srd_response res = { 0 };
+	srd_respond_error(&res, &e);
+	return send_response(x, c, &res);
+}
+
+static enum MHD_Result refuse_too_large(struct exchange *x, struct MHD_Connection *c)
+{
+	char cap[32];
+	snprintf(cap, sizeof cap, "%llu", (unsigned long long)x->ep->ctx->cfg->max_body_bytes);
+	return send_error(x, c, 413, "the request body is over the %s byte cap (max_body_size)",
+			  cap);
+}
+
+/* First call for a request: headers only. Refuse early what can be. */
+static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, const char *url,
+			     const char *method, void **state)
+{
+	struct exchange *x = calloc(1, sizeof *x);
+	if (!x)
+		return MHD_NO;
+	*state = x;
+	x->ep = ep;
+	atomic_fetch_add(&ep->ctx->requests_active, 1);
+	x->start_ms = srd_now_ms();
+	snprintf(x->method, sizeof x->method, "%s", method);
+	snprintf(x->path, sizeof x->path, "%s", url);
+	fill_peer(&x->peer, c, ep->l->is_unix);
+	if (ep->l->need_token) {
+		const char *auth =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		if (!srd_token_matches(ep->ctx->token, auth))
+			return send_error(x, c, 401, "%s",
+					  auth ? "the bearer token is wrong"
+					       : "missing \"Authorization: Bearer TOKEN\" header");
+	}
+	const char *cl =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > ep->ctx->cfg->max_body_bytes) {
+		x->too_large = true;
+		return refuse_too_large(x, c);
+	}
+	return MHD_YES;
+}
+
+/* Body bytes: keep them up to the cap. Past it (a chunked body has no
+ * Content-Length to refuse early) drop the rest and answer 413 when it has
+ * arrived: MHD cannot queue a response in the middle of an upload. */
+static void receive(struct exchange *x, const char *data, size_t size)
+{
+	x->received += size;
+	if (x->answered || x->too_large)
+		return;
+	uint64_t max = x->ep->ctx->cfg->max_body_bytes;
+	if (x->len + size > max) {
+		x->too_large = true;
+		free(x->body);
+		x->body = NULL;
+		x->len = x->cap = 0;
+		return;
+	}
+	if (x->len + size + 1 > x->cap) {
+		size_t cap = x->cap ? x->cap : 16384;
+		while (cap < x->len + size + 1)
+			cap *= 2;
+		char *grown = realloc(x->body, cap);
+		if (!grown) {
+			x->too_large = true; /* answered as 413: nothing better to say */
+			return;
+		}
+		x->body = grown;
+		x->cap = cap;
+	}
+	memcpy(x->body + x->len, data, size);
+	x->len += size;
+	x->body[x->len] = '\0';
+}
+
+/* The whole request is here: route it. A run may take minutes, so the
+ * idle timeout is off while it runs and restarts after it. */
+static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
+{
+	if (x->too_large)
+		return refuse_too_large(x, c);
+	srd_request req = {
+		.method = strcmp(x->method, "HEAD") == 0 ? "GET" : x->method,
+		.path = x->path,
+		.body = x->body,
+		.body_len = x->len,
+		.peer = &x->peer,
+	};
+	srd_response res = { 0 };
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	srd_route(x->ep->ctx, &req, &res);
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
+	return send_response(x, c, &res);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *size, void **state)
+{
+	(void)version;
+	struct exchange *x = *state;
+	if (!x)
+		return begin(cls, c, url, method, state);
+	if (*size) {
+		receive(x, data, *size);
+		*size = 0;
+		/* Far past the cap it is not worth reading on: close. */
+		return x->received / 4 > x->ep->ctx->cfg->max_body_bytes ? MHD_NO : MHD_YES;
+	}
+	return x->answered ? MHD_YES : dispatch(x, c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)c;
+	struct endpoint *ep = cls;
+	struct exchange *x = *state;
+	if (!x)
+		return;
+	srd_metrics_request(&ep->ctx->metrics, x->status);
+	cJSON *line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, "method", x->method);
+	cJSON_AddStringToObject(line, "path", x->path);
+	cJSON_AddNumberToObject(line, "status", x->status);
+	cJSON_AddItemToObject(line, "peer", srd_peer_json(&x->peer));
+	cJSON_AddStringToObject(line, "listener", ep->l->name);
+	cJSON_AddNumberToObject(line, "ms", (double)(srd_now_ms() - x->start_ms));
+	cJSON_AddNumberToObject(line, "bytes_in", (double)x->received);
+	cJSON_AddNumberToObject(line, "bytes_out", (double)x->bytes_out);
+	if (x->error_field[0])
+		cJSON_AddStringToObject(line, "field", x->error_field);
+	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		cJSON_AddNumberToObject(line, "terminated", toe);
+	srd_log_json("request", line);
+	atomic_fetch_sub(&ep->ctx->requests_active, 1);
+	free(x->body);
+	free(x);
+	*state = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	srd_log("warning", "http", "%s", msg);
+}
+
+int srd_server_start(srd_ctx *ctx, srd_listener *ls, int n, srd_server **out, char *msg,
+		     size_t size)
+{
+	srd_server *s = calloc(1, sizeof *s);
+	if (!s)
+		return snprintf(msg, size, "out of memory"), -1;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	for (int i = 0; i < n; i++, s->n++) {
+		struct endpoint *ep = &s->ep[i];
+		*ep = (struct endpoint){ .ctx = ctx, .l = &ls[i] };
+		ep->mhd = MHD_start_daemon(
+		    flags, 0, NULL, NULL, on_request, ep, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+		    NULL, MHD_OPTION_LISTEN_SOCKET, ls[i].fd, MHD_OPTION_NOTIFY_COMPLETED,
+		    on_completed, ep, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
+		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctx->cfg->max_connections,
+		    MHD_OPTION_END);
+		if (!ep->mhd) {
+			snprintf(msg, size, "start the HTTP server on %s", ls[i].name);
+			srd_server_stop(s);
+			return -1;
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+void srd_server_quiesce(srd_server *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->ep[i].mhd)
+			MHD_quiesce_daemon(s->ep[i].mhd); /* the fd stays ours */
+}
+
+void srd_server_stop(srd_server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		if (s->ep[i].mhd)
+			MHD_stop_daemon(s->ep[i].mhd);
+	free(s);
+}
