@@ -1,0 +1,274 @@
+"""The API tier: a real saferund, real clients (curl, Python requests).
+
+Each test gets a daemon in cgroups of its own (like systemd gives the
+service), so the daemon's start-up cleanup and the leftover checks concern
+only its sandboxes, never other saferun runs on the machine."""
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+import pytest
+import requests
+import requests_unixsocket
+
+SAFERUND = os.environ.get("SAFERUND") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "saferund")
+# Sandbox ids 0..65535 map to host ids from here (runtime/lib/sandbox.c).
+HOST_ID_BASE = 1879048192
+CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "freezer")
+HOST_POLICY = {"filesystem": {"profile": "host"}}
+
+
+def cgroup_dirs(name):
+    """Dirs for a group `name` below our own cgroup, one per hierarchy
+    saferun uses (v1 and hybrid), or the unified one (v2)."""
+    dirs = []
+    with open("/proc/self/cgroup") as f:
+        lines = [l.rstrip("\n").split(":", 2) for l in f]
+    v1 = any(c in CONTROLLERS for _, ctrls, _ in lines for c in ctrls.split(","))
+    for hid, ctrls, path in lines:
+        if hid == "0" and not v1:
+            dirs.append(f"/sys/fs/cgroup{path.rstrip('/')}/{name}")
+        elif any(c in CONTROLLERS for c in ctrls.split(",")):
+            dirs.append(f"/sys/fs/cgroup/{ctrls}{path.rstrip('/')}/{name}")
+    return dirs
+
+
+def sandbox_processes():
+    """Host pids of processes whose uid is in the sandbox range."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) >= HOST_ID_BASE:
+                            pids.append(int(d))
+                        break
+        except OSError:
+            pass
+    return pids
+
+
+class Daemon:
+    """A saferund on a temp unix socket (and TCP if asked), in its own cgroups."""
+
+    def __init__(self, args=(), policies=None, tcp=False, token=None, env=None):
+        self.dir = tempfile.mkdtemp(prefix="srd-")
+        os.chmod(self.dir, 0o755)
+        self.socket = os.path.join(self.dir, "s.sock")
+        self.policies = os.path.join(self.dir, "policies")
+        os.mkdir(self.policies)
+        for name, doc in (policies or {"default": HOST_POLICY, "host": HOST_POLICY}).items():
+            self.write_policy(name, doc)
+        self.token = token
+        self.args = ["--socket", self.socket, "--policies-dir", self.policies, *args]
+        if tcp:
+            self.args += ["--listen", "127.0.0.1:0"]
+        if token:
+            self.token_file = os.path.join(self.dir, "token")
+            with open(self.token_file, "w") as f:
+                f.write(token + "\n")
+            os.chmod(self.token_file, 0o600)
+            self.args += ["--token-file", self.token_file]
+        self.env = {k: v for k, v in os.environ.items() if k != "SAFERUND_TOKEN"}
+        self.env.update(env or {})
+        self.cgroups = cgroup_dirs("srd-test-" + secrets.token_hex(4))
+        self.log_path = os.path.join(self.dir, "log")
+        self.proc = None
+        self.tcp_addr = None
+
+    def write_policy(self, name, doc):
+        with open(os.path.join(self.policies, name + ".json"), "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+
+    def _enter_cgroups(self):
+        for d in self.cgroups:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+    def start(self, wait=True, argv_prefix=(), pass_fds=()):
+        for d in self.cgroups:
+            os.makedirs(d, exist_ok=True)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([*argv_prefix, SAFERUND, *self.args], stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log, env=self.env,
+                                     preexec_fn=self._enter_cgroups, pass_fds=pass_fds)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            ready = [l for l in self.lines() if l.get("event") == "ready"]
+            if ready and ready[-1].get("pid") == self.proc.pid:
+                for l in ready[-1]["listeners"]:
+                    if "tcp" in l:
+                        self.tcp_addr = l["tcp"]
+                return ready[-1]
+            if self.proc.poll() is not None:
+                raise AssertionError(f"saferund exited {self.proc.returncode}: {self.text()}")
+            time.sleep(0.02)
+        raise AssertionError(f"saferund not ready: {self.text()}")
+
+    def text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def lines(self, event=None):
+        out = []
+        for line in self.text().splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if event is None or obj.get("event") == event:
+                out.append(obj)
+        return out
+
+    # ---- clients ----------------------------------------------------------
+    def session(self):
+        """requests over the unix socket."""
+        return requests_unixsocket.Session()
+
+    def url(self, path):
+        return "http+unix://" + urllib.parse.quote(self.socket, safe="") + path
+
+    def tcp_url(self, path):
+        return f"http://{self.tcp_addr}{path}"
+
+    def get(self, path, **kw):
+        with self.session() as s:
+            return s.get(self.url(path), timeout=kw.pop("timeout", 60), **kw)
+
+    def post(self, path, body=None, **kw):
+        with self.session() as s:
+            return s.post(self.url(path), json=body, timeout=kw.pop("timeout", 60), **kw)
+
+    def run(self, code, **fields):
+        r = self.post("/v1/run", {"code": code, **fields})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def raw(self, method, path, body=b"", headers=None):
+        """http.client over the unix socket: exact bytes, no client-side help."""
+        conn = UnixHTTPConnection(self.socket)
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r, data
+
+    def curl(self, *args, tcp=False):
+        base = [] if tcp else ["--unix-socket", self.socket]
+        p = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", *base, *args],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        body, _, code = p.stdout.rpartition("\n")
+        return int(code), body
+
+    # ---- the end ----------------------------------------------------------
+    def send(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=timeout)
+        return self.proc.returncode if self.proc else None
+
+    def leftover_groups(self):
+        left = []
+        for d in self.cgroups:
+            parent = os.path.join(d, "saferun")
+            if os.path.isdir(parent):
+                left += [os.path.join(parent, e) for e in os.listdir(parent)
+                         if os.path.isdir(os.path.join(parent, e))]
+        return left
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        if getattr(self, "log", None):
+            self.log.close()
+        # What a failed test may have left: kill it, remove the groups.
+        for d in sorted(self.leftover_groups(), reverse=True):
+            kill_group(d)
+        for d in self.cgroups:
+            for sub in ("saferun", ""):
+                path = os.path.join(d, sub) if sub else d
+                for _ in range(100):
+                    try:
+                        os.rmdir(path)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        kill_group(path)
+                        time.sleep(0.02)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kill_group(d):
+    try:
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            for pid in f.read().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        os.rmdir(d)
+    except OSError:
+        pass
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=60):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+@pytest.fixture
+def make_daemon():
+    """Start daemons with given flags; all are stopped and cleaned after."""
+    made = []
+
+    def make(*args, start=True, **kw):
+        d = Daemon(args, **kw)
+        made.append(d)
+        return d.start() if start else d
+
+    yield make
+    for d in made:
+        d.cleanup()
+
+
+@pytest.fixture
+def daemon(make_daemon):
+    return make_daemon()
+
+
+def wait_for(pred, timeout=10, step=0.02):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()

@@ -1,0 +1,61 @@
+"""Many clients at once: a bounded queue, 429 past it, /health never
+waits, and nothing is left behind."""
+import concurrent.futures as cf
+import time
+
+from conftest import sandbox_processes, wait_for
+
+
+def test_queue_full_is_429_with_retry_after(make_daemon):
+    d = make_daemon("--max-runs", "1", "--queue-depth", "1")
+    sleeper = {"code": "import time; time.sleep(1.5)"}
+    with cf.ThreadPoolExecutor(4) as pool:
+        running = pool.submit(d.post, "/v1/run", sleeper)
+        assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
+        queued = pool.submit(d.post, "/v1/run", sleeper)
+        assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 1)
+        r = d.post("/v1/run", sleeper)
+        assert r.status_code == 429, r.text
+        assert r.headers["Retry-After"] == "1"
+        assert "busy" in r.json()["detail"]
+        assert running.result().status_code == 200
+        assert queued.result().status_code == 200
+    assert d.run("print('after')")["status"] == "ok"
+    metrics = d.get("/metrics").text
+    assert 'saferund_runs_refused_total{reason="queue_full"} 1' in metrics
+
+
+def test_health_answers_while_every_slot_is_busy(make_daemon):
+    d = make_daemon("--max-runs", "1", "--queue-depth", "4")
+    with cf.ThreadPoolExecutor(4) as pool:
+        runs = [pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(2)"})
+                for _ in range(3)]
+        assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 2)
+        for path in ("/health", "/v1/health", "/metrics", "/v1/openapi.json"):
+            t = time.monotonic()
+            assert d.get(path).status_code == 200
+            assert time.monotonic() - t < 0.5, path
+        assert all(f.result().status_code == 200 for f in runs)
+
+
+def test_50_concurrent_runs_are_all_correct_and_leave_nothing(make_daemon):
+    d = make_daemon("--queue-depth", "64")
+
+    def one(i):
+        r = d.post("/v1/run", {"code": f"import sys\nprint({i} * 3)\nprint('e{i}', file=sys.stderr)",
+                               "env": {"N": str(i)}})
+        return i, r.status_code, r.json()
+
+    with cf.ThreadPoolExecutor(50) as pool:
+        results = list(pool.map(one, range(50)))
+    for i, status, body in results:
+        assert status == 200, body
+        assert body["status"] == "ok", body
+        assert body["stdout"] == f"{i * 3}\n" and body["stderr"] == f"e{i}\n"
+    assert len({body["id"] for _, _, body in results}) == 50
+    assert len(d.lines("run")) == 50
+    assert d.leftover_groups() == []
+    assert wait_for(lambda: sandbox_processes() == [], timeout=5)
+    h = d.get("/health").json()
+    assert h["runs_in_flight"] == 0 and h["queue_depth"] == 0
+    assert 'saferund_runs_total{status="ok"} 50' in d.get("/metrics").text

@@ -1,0 +1,131 @@
+"""Every route answers with the documented shape, over the unix socket."""
+import json
+
+from conftest import HOST_POLICY
+
+
+def test_health_answers_on_every_path(daemon):
+    for path in ("/health", "/v1/health", "/v1/health/"):
+        r = daemon.get(path)
+        assert r.status_code == 200, (path, r.text)
+        body = r.json()
+        assert body["status"] == "healthy"
+        assert body["runs_in_flight"] == 0 and body["queue_depth"] == 0
+        assert body["active_sessions"] == 0 and "rest" in body["protocols"]
+        assert body["policies"] == ["default", "host"]
+
+
+def test_agentrun_shape_code_alone_gives_output(daemon):
+    """AgentRun clients POST /v1/run/ with only {"code"} and read "output"."""
+    r = daemon.post("/v1/run/", {"code": "print('hi')\nimport sys; print('err', file=sys.stderr)"})
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "application/json"
+    body = r.json()
+    assert body["output"] == "hi\nerr\n"
+    assert body["stdout"] == "hi\n" and body["stderr"] == "err\n"
+    assert body["status"] == "ok" and body["exit_code"] == 0
+
+
+def test_run_with_curl_on_both_paths(daemon):
+    for path in ("/v1/run", "/v1/run/"):
+        code, body = daemon.curl(f"http://localhost{path}", "-H", "Content-Type: application/json",
+                                 "-d", json.dumps({"code": "print(6 * 7)"}))
+        assert code == 200, body
+        assert json.loads(body)["output"] == "42\n"
+
+
+def test_traceback_is_status_error_with_200(daemon):
+    body = daemon.run("def f():\n    raise ValueError('boom')\nf()\n")
+    assert body["status"] == "error" and body["exit_code"] == 1
+    assert 'File "main.py", line 3' in body["output"]
+    assert "ValueError: boom" in body["output"]
+
+
+def test_every_request_field_takes_effect(daemon):
+    code = ("import os, sys\n"
+            "print(os.environ['GREETING'])\n"
+            "print(open('data/in.txt').read())\n"
+            "print(sys.stdin.read())\n")
+    body = daemon.run(code, policy="host", timeout=5, memory="128M", cpus=0.5,
+                      env={"GREETING": "hello"}, files={"data/in.txt": "file text"},
+                      stdin="from stdin", allow=["open"])
+    assert body["status"] == "ok", body
+    assert body["stdout"] == "hello\nfile text\nfrom stdin\n"
+    assert body["limits"]["wall_time_ms"] == 5000
+    assert body["limits"]["memory_bytes"] == 128 << 20
+    assert body["limits"]["cpus"] == 0.5
+
+
+def test_nulls_mean_absent(daemon):
+    body = daemon.run("print('x')", policy=None, timeout=None, memory=None, cpus=None,
+                      env=None, files=None, stdin=None, allow=None)
+    assert body["status"] == "ok" and body["limits"]["wall_time_ms"] == 20000
+
+
+def test_timeout_is_a_result_not_an_http_error(daemon):
+    body = daemon.run("while True: pass", timeout="300ms")
+    assert body["status"] == "timeout"
+    assert body["limits_hit"] == ["wall_time"]
+
+
+def test_checker_rejection_is_a_result_with_findings(daemon):
+    body = daemon.run("import os\nos.system('id')\n")
+    assert body["status"] == "rejected"
+    assert body["findings"] and body["findings"][0]["line"] == 2
+    assert body["stdout"] == ""
+
+
+def test_metrics_count_runs_by_status(daemon):
+    daemon.run("print(1)")
+    daemon.run("raise SystemExit(3)")
+    r = daemon.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    m = {}
+    for line in r.text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            m[name] = float(value)
+    assert m['saferund_runs_total{status="ok"}'] == 1
+    assert m['saferund_runs_total{status="error"}'] == 1
+    assert m["saferund_run_duration_seconds_count"] == 2
+    assert m['saferund_run_duration_seconds_bucket{le="+Inf"}'] == 2
+    assert m["saferund_queue_depth"] == 0 and m["saferund_runs_in_flight"] == 0
+    assert "# TYPE saferund_run_duration_seconds histogram" in r.text
+
+
+def test_openapi_documents_every_route(daemon):
+    r = daemon.get("/v1/openapi.json")
+    assert r.status_code == 200
+    doc = r.json()
+    assert doc["openapi"].startswith("3.")
+    for path in ("/v1/run", "/v1/health", "/health", "/metrics", "/v1/openapi.json"):
+        assert path in doc["paths"], path
+    run = doc["paths"]["/v1/run"]["post"]
+    props = run["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    schema = doc["components"]["schemas"][props.rsplit("/", 1)[1]]
+    assert set(schema["properties"]) == {"code", "policy", "timeout", "memory", "cpus", "env",
+                                         "files", "stdin", "allow"}
+
+
+def test_unknown_route_is_404_and_wrong_method_405(daemon):
+    r = daemon.get("/v1/nothing")
+    assert r.status_code == 404 and "detail" in r.json()
+    r = daemon.get("/v1/run")
+    assert r.status_code == 405
+    assert r.headers["Allow"] == "POST"
+    r = daemon.post("/health", {})
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD"
+
+
+def test_one_log_line_per_request_and_per_run_with_the_peer(daemon):
+    import os
+    daemon.run("print(1)")
+    runs = daemon.lines("run")
+    requests_ = [l for l in daemon.lines("request") if l["path"] == "/v1/run"]
+    assert len(runs) == 1 and len(requests_) == 1
+    run, req = runs[0], requests_[0]
+    assert run["peer"]["uid"] == 0 and run["peer"]["pid"] == os.getpid()
+    assert run["policy"] == "default" and run["status"] == "ok"
+    assert run["limits_hit"] == [] and run["duration_ms"] >= 0 and run["queue_ms"] >= 0
+    assert req["status"] == 200 and req["peer"]["pid"] == os.getpid() and req["ms"] >= 0
