@@ -198,11 +198,17 @@ class Daemon:
         return left
 
     def cleanup(self):
+        """Stop it as systemd would; a sanitizer report fails the test."""
         if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
         if getattr(self, "log", None):
             self.log.close()
+        self.final_log = self.text() if self.proc else ""
         # What a failed test may have left: kill it, remove the groups.
         for d in sorted(self.leftover_groups(), reverse=True):
             kill_group(d)
@@ -256,8 +262,12 @@ def make_daemon():
         return d.start() if start else d
 
     yield make
+    reports = []
     for d in made:
         d.cleanup()
+        if "Sanitizer" in d.final_log:
+            reports.append(d.final_log)
+    assert not reports, "\n".join(reports)
 
 
 @pytest.fixture
