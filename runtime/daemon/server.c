@@ -136,6 +136,9 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 	x->start_ms = srd_now_ms();
 	snprintf(x->method, sizeof x->method, "%s", method);
 	snprintf(x->path, sizeof x->path, "%s", url);
+	/* The path is logged as JSON: keep it printable ASCII. */
+	for (char *p = x->path; *p; p++)
+		*p = *p < 0x20 || *p > 0x7e ? '?' : *p;
 	fill_peer(&x->peer, c, ep->l->is_unix);
 	if (ep->l->need_token) {
 		const char *auth =

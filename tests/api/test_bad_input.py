@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from conftest import wait_for
+
 
 def error(r, status, field):
     assert r.status_code == status, r.text
@@ -108,8 +110,9 @@ def test_huge_body_is_413_before_it_is_read(make_daemon):
                         "--data-binary", big)
     assert code == 413, body
     assert "65536 byte cap" in json.loads(body)["detail"]
+    assert wait_for(lambda: [l for l in d.lines("request") if l["status"] == 413])
     req = [l for l in d.lines("request") if l["status"] == 413]
-    assert req and req[0]["bytes_in"] == 0  # refused on Content-Length
+    assert req[0]["bytes_in"] == 0  # refused on Content-Length
 
 
 def test_huge_chunked_body_is_413_while_streaming(make_daemon):

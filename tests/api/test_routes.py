@@ -1,7 +1,7 @@
 """Every route answers with the documented shape, over the unix socket."""
 import json
 
-from conftest import HOST_POLICY
+from conftest import wait_for
 
 
 def test_health_answers_on_every_path(daemon):
@@ -121,11 +121,30 @@ def test_unknown_route_is_404_and_wrong_method_405(daemon):
 def test_one_log_line_per_request_and_per_run_with_the_peer(daemon):
     import os
     daemon.run("print(1)")
-    runs = daemon.lines("run")
-    requests_ = [l for l in daemon.lines("request") if l["path"] == "/v1/run"]
-    assert len(runs) == 1 and len(requests_) == 1
+
+    def run_requests():
+        return [l for l in daemon.lines("request") if l["path"] == "/v1/run"]
+
+    # the request line is written when the answer has gone out
+    assert wait_for(lambda: len(run_requests()) == 1)
+    runs, requests_ = daemon.lines("run"), run_requests()
+    assert len(runs) == 1
     run, req = runs[0], requests_[0]
     assert run["peer"]["uid"] == 0 and run["peer"]["pid"] == os.getpid()
     assert run["policy"] == "default" and run["status"] == "ok"
     assert run["limits_hit"] == [] and run["duration_ms"] >= 0 and run["queue_ms"] >= 0
     assert req["status"] == 200 and req["peer"]["pid"] == os.getpid() and req["ms"] >= 0
+
+
+def test_head_is_get_without_a_body(daemon):
+    r, data = daemon.raw("HEAD", "/health")
+    assert r.status == 200 and data == b""
+    assert r.getheader("Content-Type") == "application/json"
+
+
+def test_odd_bytes_in_the_path_are_logged_as_valid_json(daemon):
+    r, _ = daemon.raw("GET", "/v1/%ff%0a%00x")
+    assert r.status == 404
+    assert wait_for(lambda: daemon.lines("request"))
+    last = daemon.lines("request")[-1]
+    assert last["status"] == 404 and last["path"].startswith("/v1/")
