@@ -122,11 +122,15 @@ static void store(const char *dir, const char *path, const char *key, size_t key
 int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
 			      sr_error *err)
 {
+	/* SAFERUN_CACHE_DIR moves the cache, or turns it off ("off"). */
+	const char *env = getenv("SAFERUN_CACHE_DIR");
+	dir = dir ? dir : env && *env ? env : SR_DEFAULT_CACHE_DIR;
+	if (strcmp(dir, "off") == 0)
+		return sr_seccomp_compile(p, out, err);
 	size_t key_len;
 	char *key = cache_key(p, &key_len), sub[PATH_MAX], path[PATH_MAX];
 	if (!key)
 		return sr_seccomp_compile(p, out, err);
-	dir = dir ? dir : SR_DEFAULT_CACHE_DIR;
 	snprintf(sub, sizeof sub, "%s/seccomp", dir);
 	snprintf(path, sizeof path, "%s/%016llx.bpf", sub, (unsigned long long)fnv1a(key, key_len));
 	int rc = 0;

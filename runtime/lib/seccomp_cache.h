@@ -12,7 +12,8 @@
  * there. The cache key is the complete rule set plus the libseccomp
  * version and arch, compared byte for byte on load, so a stale or
  * colliding entry is never used. A cache that cannot be read or written
- * only costs the compile. dir NULL: SR_DEFAULT_CACHE_DIR. */
+ * only costs the compile. dir NULL: $SAFERUN_CACHE_DIR, else
+ * SR_DEFAULT_CACHE_DIR; "off" compiles every time. */
 int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
 			      sr_error *err);
 
