@@ -155,8 +155,11 @@ int main(int argc, char **argv)
 	char msg[1024], *token = NULL;
 	int n = 0, rc = srd_config_load(&cfg, argc, argv, msg, sizeof msg);
 	if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
-		cleanup_stale("start-up");
+		/* Listeners first: a live instance on our socket stops us before
+		 * the clean-up could end its runs. */
 		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
+		if (n > 0)
+			cleanup_stale("start-up");
 		rc = n < 0 ? -1 : srd_server_start(&ctx, ls, n, &srv, msg, sizeof msg);
 		if (rc == 0) {
 			log_ready(&ctx, ls, n);

@@ -169,12 +169,17 @@ def test_flags_override_the_config_file(make_daemon, tmp_path):
     assert h["max_concurrent_runs"] == 3 and h["queue_capacity"] == 9
 
 
-def test_a_second_daemon_on_the_same_socket_is_refused(daemon, make_daemon):
+def test_a_second_daemon_is_refused_before_it_touches_the_first_ones_runs(daemon, make_daemon):
     d2 = make_daemon(start=False)
     d2.args[1] = daemon.socket
-    d2.start(wait=False)
-    assert d2.proc.wait(timeout=30) == 2
-    assert "another saferund is listening" in d2.text()
+    d2.cgroups = daemon.cgroups  # even in the same cgroup
+    with cf.ThreadPoolExecutor(1) as pool:
+        run = pool.submit(daemon.post, "/v1/run", {"code": "import time; time.sleep(1); print('ok')"})
+        assert wait_for(lambda: daemon.leftover_groups())
+        d2.start(wait=False)
+        assert d2.proc.wait(timeout=30) == 2
+        assert "another saferund is listening" in d2.text()
+        assert run.result().json()["output"] == "ok\n"
     assert daemon.get("/health").status_code == 200
 
 
