@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define MAXDEPTH 8
-#define BUDGET 4096 /* resolution steps per chain: bounds pathological alias webs */
+#define BUDGET 512 /* resolution steps per chain: bounds pathological alias webs */
 
 typedef struct rctx {
 	const sr_program *p;
@@ -25,20 +25,35 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 static void add(sr_vals *vs, uint8_t kind, const char *q)
 {
 	for (uint8_t i = 0; i < vs->n; i++)
-		if (vs->v[i].kind == kind && strcmp(vs->v[i].q, q) == 0)
+		if (vs->v[i].kind == kind && vs->v[i].q[0] == q[0] && strcmp(vs->v[i].q, q) == 0)
 			return;
 	if (vs->n == SR_VALS_MAX)
 		return;
 	sr_val *v = &vs->v[vs->n++];
-	v->kind = kind;
-	if (snprintf(v->q, sizeof v->q, "%s", q) >= (int)sizeof v->q)
-		v->kind = SR_V_UNKNOWN; /* too long to be one of ours */
+	size_t n = strlen(q);
+	v->kind = n < sizeof v->q ? kind : SR_V_UNKNOWN; /* too long to be one of ours */
+	n = n < sizeof v->q ? n : 0;
+	memcpy(v->q, q, n);
+	v->q[n] = '\0';
 }
 
 static void add_all(sr_vals *to, const sr_vals *from)
 {
 	for (uint8_t i = 0; i < from->n; i++)
 		add(to, from->v[i].kind, from->v[i].q);
+}
+
+/* buf = a "." b (or a b when dot is 0); 0, or -1 when it does not fit. */
+static int join(char *buf, size_t cap, const char *a, const char *b, int dot)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	if (na + nb + 2 > cap)
+		return -1;
+	memcpy(buf, a, na);
+	if (dot)
+		buf[na++] = '.';
+	memcpy(buf + na, b, nb + 1);
+	return 0;
 }
 
 static void unknown(sr_vals *vs)
@@ -55,11 +70,13 @@ static const char *canonical_module(const char *name, size_t n)
 	static const char *const alias[][2] = { { "posix", "os" }, { "nt", "os" }, { "_os", "os" },
 						{ "__builtin__", "builtins" }, { "_pickle", "pickle" },
 						{ "cPickle", "pickle" }, { "_signal", "signal" }, { NULL, NULL } };
+	if (n < 2 || n > 11)
+		return NULL;
 	for (const char *const *s = same; *s; s++)
-		if (strlen(*s) == n && memcmp(*s, name, n) == 0)
+		if ((*s)[0] == name[0] && strlen(*s) == n && memcmp(*s, name, n) == 0)
 			return *s;
 	for (size_t i = 0; alias[i][0]; i++)
-		if (strlen(alias[i][0]) == n && memcmp(alias[i][0], name, n) == 0)
+		if (alias[i][0][0] == name[0] && strlen(alias[i][0]) == n && memcmp(alias[i][0], name, n) == 0)
 			return alias[i][1];
 	return NULL;
 }
@@ -70,7 +87,7 @@ static void add_qual(sr_vals *vs, const char *q)
 	char buf[SR_QMAX];
 	size_t n = strcspn(q, ".");
 	const char *c = canonical_module(q, n);
-	if (c && snprintf(buf, sizeof buf, "%s%s", c, q + n) < (int)sizeof buf)
+	if (c && join(buf, sizeof buf, c, q + n, 0) == 0)
 		q = buf;
 	add(vs, SR_V_QUAL, q);
 }
@@ -102,7 +119,7 @@ static void attr(const sr_vals *base, const char *name, sr_vals *out)
 			unknown(out);
 		else if (re && strcmp(v->q, "builtins") != 0 && strncmp(v->q, name, strlen(name)) != 0)
 			add(out, SR_V_QUAL, re); /* shutil.os is os (but socket.socket is not socket) */
-		else if (snprintf(buf, sizeof buf, "%s.%s", v->q, name) < (int)sizeof buf)
+		else if (join(buf, sizeof buf, v->q, name, 1) == 0)
 			add(out, SR_V_QUAL, buf);
 		else
 			unknown(out);
@@ -118,11 +135,11 @@ static void builtin_or_star(rctx *r, const char *name, sr_vals *out)
 	const sr_program *p = r->p;
 	char buf[SR_QMAX];
 	for (uint32_t b = sr_parse_lookup(p, 0, NULL); b != SR_NO_MATCH; b = p->binds[b].next)
-		if (snprintf(buf, sizeof buf, "%s.%s", p->binds[b].qual, name) < (int)sizeof buf)
+		if (join(buf, sizeof buf, p->binds[b].qual, name, 1) == 0)
 			add_qual(out, buf);
 	if (strcmp(name, "__builtins__") == 0)
 		add(out, SR_V_QUAL, "builtins");
-	else if (snprintf(buf, sizeof buf, "builtins.%s", name) < (int)sizeof buf)
+	else if (join(buf, sizeof buf, "builtins", name, 1) == 0)
 		add(out, SR_V_QUAL, buf);
 }
 
@@ -145,7 +162,7 @@ static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t a
 {
 	const sr_program *p = r->p;
 	int definite = 0, deleted = 0;
-	for (; b != SR_NO_MATCH && r->budget; b = p->binds[b].next, r->budget--) {
+	for (; b != SR_NO_MATCH && r->budget && out->n < SR_VALS_MAX; b = p->binds[b].next, r->budget--) {
 		const sr_binding *bd = &p->binds[b];
 		if (bd->kind == SR_B_GLOBAL && s != 0) {
 			resolve_name(r, name, 0, UINT32_MAX, depth + 1, out);
@@ -257,7 +274,8 @@ static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth
 		eval_range(r, rest + 1, b, SR_NO_MATCH, depth + 1, out);
 		return;
 	}
-	sr_vals v = { 0 };
+	sr_vals v;
+	v.n = 0;
 	if (chain(r, a, depth + 1, NULL, NULL, &v) == b)
 		add_all(out, &v);
 	else
@@ -411,14 +429,16 @@ static void call(rctx *r, const sr_vals *callee, uint32_t open, int depth, sr_va
 			call_import(p, q, open, out);
 		} else if ((!strcmp(q, "builtins.getattr") || !strcmp(q, "inspect.getattr_static")) &&
 			   sr_call_arg(p, open, 0, NULL, &a, &b) == 0 && arg_string(p, open, 1, key, sizeof key) == 0) {
-			sr_vals obj = { 0 };
+			sr_vals obj;
+			obj.n = 0;
 			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
 			attr(&obj, key, out);
 		} else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") ||
 			   (!strcmp(q, "builtins.vars") && sr_call_nargs(p, open) == 0)) {
 			add(out, SR_V_GLOBALS, "");
 		} else if (!strcmp(q, "builtins.vars") && sr_call_arg(p, open, 0, NULL, &a, &b) == 0) {
-			sr_vals obj = { 0 };
+			sr_vals obj;
+			obj.n = 0;
 			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
 			attr(&obj, "__dict__", out);
 		} else {
@@ -463,8 +483,9 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 {
 	const sr_program *p = r->p;
 	const sr_token *t = p->toks.v;
-	sr_vals cur = { 0 }, prev;
+	sr_vals cur, prev;
 	uint32_t j = i + 1;
+	cur.n = 0;
 	sr_step st = { .chain = i, .base = &prev, .val = &cur };
 	if (t[i].type == SR_T_NAME && !sr_tok_is_keyword(&t[i])) {
 		resolve_name(r, t[i].text, t[i].scope, i, depth, &cur);
@@ -484,7 +505,7 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 	}
 	while (j + 1 < p->toks.n) {
 		prev = cur;
-		cur = (sr_vals){ 0 };
+		cur.n = 0;
 		if (sr_tok_op(&t[j], ".") && t[j + 1].type == SR_T_NAME) {
 			attr(&prev, t[j + 1].text, &cur);
 			st = (sr_step){ SR_STEP_ATTR, 0, j + 1, 0, i, &prev, &cur };
@@ -511,6 +532,6 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 uint32_t sr_resolve_chain(const sr_program *p, uint32_t i, sr_step_fn fn, void *ctx, sr_vals *out)
 {
 	rctx r = { p, BUDGET };
-	*out = (sr_vals){ 0 };
+	out->n = 0;
 	return chain(&r, i, 0, fn, ctx, out);
 }

@@ -174,6 +174,8 @@ static const char *const internal_attrs[] = {
  * name that starts with it. */
 static bool matches(const char *q, const char *pat)
 {
+	if (q[0] != pat[0])
+		return false;
 	size_t n = strlen(pat);
 	if (pat[n - 1] == '*')
 		return strncmp(q, pat, n - 1) == 0;
@@ -199,7 +201,7 @@ int sr_rule_for_name(const char *q, bool network_off)
 static bool in_list(const char *const *list, const char *s, bool pattern)
 {
 	for (; *list; list++)
-		if (pattern ? matches(s, *list) : strcmp(s, *list) == 0)
+		if (s[0] == (*list)[0] && (pattern ? matches(s, *list) : strcmp(s, *list) == 0))
 			return true;
 	return false;
 }

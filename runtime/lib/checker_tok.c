@@ -61,17 +61,10 @@ static const char *const keywords[] = {
 	"try", "while", "with", "yield", NULL,
 };
 
-int sr_tok_streq(const sr_token *t, const char *s)
+static int is_keyword(const char *s, size_t n)
 {
-	return t->text && strlen(s) == t->text_len && memcmp(t->text, s, t->text_len) == 0;
-}
-
-int sr_tok_is_keyword(const sr_token *t)
-{
-	if (t->type != SR_T_NAME)
-		return 0;
 	for (const char *const *k = keywords; *k; k++)
-		if (sr_tok_streq(t, *k))
+		if ((*k)[0] == s[0] && strlen(*k) == n && memcmp(*k, s, n) == 0)
 			return 1;
 	return 0;
 }
@@ -530,8 +523,11 @@ static int lex_name(lexer *lx, sr_token *t)
 	int ascii = 1;
 	for (size_t i = start; i < lx->pos; i++)
 		ascii &= (unsigned char)lx->s[i] < 0x80;
-	if (ascii)
+	if (ascii) {
+		if (is_keyword(lx->s + start, n))
+			t->flags |= SR_TF_KEYWORD;
 		return set_text(lx, t, intern(lx, lx->s + start, n), (uint32_t)n);
+	}
 	char *norm = sr_arena_alloc(lx->a, 2 * n + 1);
 	if (!norm)
 		return set_text(lx, t, NULL, 0);

@@ -30,6 +30,7 @@ enum {
 	SR_TF_RAW = 2,    /* r"..." */
 	SR_TF_OPAQUE = 4, /* the value has escapes left undecoded (\N{...}) */
 	SR_TF_FBRACE = 8, /* a { or } (or the : and ! inside) of an f-string field */
+	SR_TF_KEYWORD = 16, /* a NAME that is a hard keyword */
 };
 
 #define SR_NO_MATCH UINT32_MAX
@@ -60,7 +61,17 @@ typedef struct sr_tokens {
 int sr_tokenize(const char *src, size_t len, sr_arena *a, sr_tokens *out, sr_tok_error *err);
 
 /* t's text equals s. */
-int sr_tok_streq(const sr_token *t, const char *s);
+static inline int sr_tok_streq(const sr_token *t, const char *s)
+{
+	const char *x = t->text;
+	uint32_t i = 0;
+	if (!x)
+		return 0;
+	for (; i < t->text_len; i++)
+		if (s[i] != x[i])
+			return 0;
+	return s[i] == '\0';
+}
 static inline int sr_tok_op(const sr_token *t, const char *op)
 {
 	return t->type == SR_T_OP && sr_tok_streq(t, op);
@@ -70,6 +81,9 @@ static inline int sr_tok_kw(const sr_token *t, const char *kw)
 	return t->type == SR_T_NAME && sr_tok_streq(t, kw);
 }
 /* Python keywords (hard ones: soft keywords like match are names). */
-int sr_tok_is_keyword(const sr_token *t);
+static inline int sr_tok_is_keyword(const sr_token *t)
+{
+	return t->type == SR_T_NAME && (t->flags & SR_TF_KEYWORD);
+}
 
 #endif
