@@ -113,7 +113,9 @@ static void close_other_fds(const struct child *c)
  * after seccomp and the privilege drop like everything else. */
 static __attribute__((noreturn)) void be_init(const struct child *c)
 {
-	prctl(PR_SET_NAME, "saferun-init");
+	/* Raw, like the id switches (caps.c): the sanitizers' prctl wrapper
+	 * takes a thread-registry lock another thread may have held at clone. */
+	syscall(SYS_prctl, PR_SET_NAME, "saferun-init", 0, 0, 0);
 	pid_t py = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (py < 0)
 		child_fail(c, errno, "start python");
