@@ -506,7 +506,7 @@ static void from_stmt(parser *ps, uint32_t i, uint32_t end)
 	for (; j < end; j++) {
 		sr_token *t = &ps->t[j];
 		t->role = SR_ROLE_IMPORT;
-		if (sr_tok_op(t, "*") && !dots) {
+		if (sr_tok_op(t, "*") && !dots && mod != prefix) { /* prefix: a stack buffer */
 			sr_binding *b = bind(ps, j, ps->cur, SR_B_STAR);
 			if (b)
 				b->qual = b->imported = mod;

@@ -198,6 +198,18 @@ static void test_check_bad_input_and_limits(void)
 	sr_policy_free(p);
 }
 
+/* Found by the fuzzer: "from import *" left the star import pointing at
+ * a stack buffer (a use after scope under ASan). */
+static void test_star_import_without_module(void)
+{
+	sr_check_result r;
+	sr_error err = { 0 };
+	sr_check_request req = { .code = "from import *\nsystem('x')\n", .code_size = 26, .in_process = true };
+	CHECK_INT(sr_check(&req, &r, &err), 0);
+	CHECK_INT(r.n_findings, 0);
+	sr_check_result_free(&r);
+}
+
 static void test_allow_list(void)
 {
 	/* AgentRun's ignore_unsafe_functions names are accepted unchanged. */
@@ -290,6 +302,7 @@ int main(void)
 	test_confined_child();
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
+	test_star_import_without_module();
 	test_allow_list();
 	test_policy_section();
 	return check_report();
