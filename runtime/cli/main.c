@@ -34,31 +34,31 @@ static int usage_error(const char *fmt, ...)
 }
 
 static const char usage[] =
-	"usage: saferun run [options] (SCRIPT | -c CODE | -)\n"
-	"       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
-	"       saferun policy check FILE\n"
-	"       saferun info\n"
-	"       saferun rootfs build PROFILE... | list\n"
-	"\n"
-	"run options:\n"
-	"  --policy P        policy file (or a name in the policies dir)\n"
-	"  --preset NAME     tiny, small, medium or large limits\n"
-	"  --profile NAME    rootfs profile: host, minimal, datascience, ...\n"
-	"  --timeout S       wall-clock limit (20, 1.5, 500ms)\n"
-	"  --memory SIZE     memory limit (512M, 1G)\n"
-	"  --cpus N          CPU share (0.5 = half a core)\n"
-	"  --pids N          process/thread limit\n"
-	"  --env K=V         set an environment variable (repeatable)\n"
-	"  --file NAME=PATH  copy PATH into the working dir as NAME (repeatable)\n"
-	"  --stdin PATH      file the code reads as its stdin\n"
-	"  --rootfs-dir DIR  where profiles live (default " SR_DEFAULT_ROOTFS_DIR ")\n"
-	"  --allow NAME      let the checker accept NAME: a rule id (SR201), a rule\n"
-	"                    name (eval) or a flagged name (open, os.system) (repeatable)\n"
-	"  --no-check        skip the pre-execution checker\n"
-	"  --json            print the full result as JSON\n"
-	"\n"
-	"check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
-	"  2 bad input, 3 when the checker itself failed\n";
+    "usage: saferun run [options] (SCRIPT | -c CODE | -)\n"
+    "       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
+    "       saferun policy check FILE\n"
+    "       saferun info\n"
+    "       saferun rootfs build PROFILE... | list\n"
+    "\n"
+    "run options:\n"
+    "  --policy P        policy file (or a name in the policies dir)\n"
+    "  --preset NAME     tiny, small, medium or large limits\n"
+    "  --profile NAME    rootfs profile: host, minimal, datascience, ...\n"
+    "  --timeout S       wall-clock limit (20, 1.5, 500ms)\n"
+    "  --memory SIZE     memory limit (512M, 1G)\n"
+    "  --cpus N          CPU share (0.5 = half a core)\n"
+    "  --pids N          process/thread limit\n"
+    "  --env K=V         set an environment variable (repeatable)\n"
+    "  --file NAME=PATH  copy PATH into the working dir as NAME (repeatable)\n"
+    "  --stdin PATH      file the code reads as its stdin\n"
+    "  --rootfs-dir DIR  where profiles live (default " SR_DEFAULT_ROOTFS_DIR ")\n"
+    "  --allow NAME      let the checker accept NAME: a rule id (SR201), a rule\n"
+    "                    name (eval) or a flagged name (open, os.system) (repeatable)\n"
+    "  --no-check        skip the pre-execution checker\n"
+    "  --json            print the full result as JSON\n"
+    "\n"
+    "check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
+    "  2 bad input, 3 when the checker itself failed\n";
 
 /* Read a whole file, or stdin for "-", refusing more than cap bytes. */
 static int slurp(const char *path, size_t cap, char **data, size_t *size, const char *what)
@@ -85,7 +85,7 @@ static int slurp(const char *path, size_t cap, char **data, size_t *size, const 
 		fclose(f);
 	if (!buf || failed || len > cap) {
 		free(buf);
-		return !buf ? usage_error("out of memory reading %s", path)
+		return !buf     ? usage_error("out of memory reading %s", path)
 		       : failed ? usage_error("cannot read %s %s", what, path)
 				: usage_error("%s %s is over the %zu byte cap", what, path, cap);
 	}
@@ -128,24 +128,29 @@ static int apply_overrides(const struct run_opts *o, sr_policy *p)
 		p->profile = strdup(o->profile);
 	}
 	if (o->timeout && (sr_parse_duration(o->timeout, &v) || v < 10 || v > 86400000u))
-		return usage_error("--timeout: \"%s\" is not a duration between 10ms and 24h (use 20, 1.5, 500ms)", o->timeout);
+		return usage_error(
+		    "--timeout: \"%s\" is not a duration between 10ms and 24h (use 20, 1.5, 500ms)",
+		    o->timeout);
 	if (o->timeout)
 		p->limits.wall_ms = v;
 	if (o->memory && (sr_parse_size(o->memory, &v) || v < (16u << 20)))
-		return usage_error("--memory: \"%s\" is not a size of at least 16M (use 512M, 1G)", o->memory);
+		return usage_error("--memory: \"%s\" is not a size of at least 16M (use 512M, 1G)",
+				   o->memory);
 	if (o->memory)
 		p->limits.memory_bytes = v;
 	char *end;
 	if (o->cpus) {
 		double c = strtod(o->cpus, &end);
 		if (*end || end == o->cpus || !(c >= 0.01 && c <= 1024))
-			return usage_error("--cpus: \"%s\" is not a CPU share between 0.01 and 1024", o->cpus);
+			return usage_error(
+			    "--cpus: \"%s\" is not a CPU share between 0.01 and 1024", o->cpus);
 		p->limits.cpu_millis = (uint32_t)(c * 1000 + 0.5);
 	}
 	if (o->pids) {
 		long n = strtol(o->pids, &end, 10);
 		if (*end || end == o->pids || n < 1 || n > 1000000)
-			return usage_error("--pids: \"%s\" is not a number between 1 and 1000000", o->pids);
+			return usage_error("--pids: \"%s\" is not a number between 1 and 1000000",
+					   o->pids);
 		p->limits.pids = (uint32_t)n;
 	}
 	for (int i = 0; i < o->n_env; i++)
@@ -175,15 +180,11 @@ static int exit_code_for(const sr_result *res)
 {
 	switch (res->status) {
 	case SR_STATUS_OK:
-	case SR_STATUS_ERROR:
-		return res->exit_code;
-	case SR_STATUS_TIMEOUT:
-		return EXIT_TIMEOUT;
-	case SR_STATUS_OUTPUT_LIMIT:
-		return EXIT_OUTPUT;
+	case SR_STATUS_ERROR: return res->exit_code;
+	case SR_STATUS_TIMEOUT: return EXIT_TIMEOUT;
+	case SR_STATUS_OUTPUT_LIMIT: return EXIT_OUTPUT;
 	case SR_STATUS_INTERNAL_ERROR:
-	case SR_STATUS_REJECTED:
-		return EXIT_INTERNAL;
+	case SR_STATUS_REJECTED: return EXIT_INTERNAL;
 	default:
 		return res->exit_code >= 0 ? res->exit_code : 128 + (res->signal ? res->signal : 9);
 	}
@@ -222,12 +223,19 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	if (!rc && o->stdin_path)
 		rc = slurp(o->stdin_path, MAX_FILE_BYTES, &in, &in_size, "--stdin");
 	if (!rc) {
-		sr_run_request req = { .policy = p, .code = code, .code_size = code_size,
-				       .files = files, .n_files = (size_t)o->n_files,
-				       .stdin_data = in, .stdin_size = in_size, .rootfs_dir = o->rootfs_dir,
-				       .allow = (const char *const *)o->allow, .n_allow = (size_t)o->n_allow,
+		sr_run_request req = { .policy = p,
+				       .code = code,
+				       .code_size = code_size,
+				       .files = files,
+				       .n_files = (size_t)o->n_files,
+				       .stdin_data = in,
+				       .stdin_size = in_size,
+				       .rootfs_dir = o->rootfs_dir,
+				       .allow = (const char *const *)o->allow,
+				       .n_allow = (size_t)o->n_allow,
 				       .no_check = o->no_check };
-		rc = sr_run(&req, &res, &err) ? usage_error("%s", err.msg) : print_result(&res, o->json);
+		rc = sr_run(&req, &res, &err) ? usage_error("%s", err.msg)
+					      : print_result(&res, o->json);
 	}
 	sr_result_free(&res);
 	for (int i = 0; i < o->n_files; i++) {
@@ -242,14 +250,38 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 
 static int cmd_run(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_PRESET, O_PROFILE, O_TIMEOUT, O_MEMORY, O_CPUS, O_PIDS, O_ENV,
-	       O_FILE, O_STDIN, O_JSON, O_ROOTFS, O_ALLOW, O_NO_CHECK };
+	enum {
+		O_POLICY = 256,
+		O_PRESET,
+		O_PROFILE,
+		O_TIMEOUT,
+		O_MEMORY,
+		O_CPUS,
+		O_PIDS,
+		O_ENV,
+		O_FILE,
+		O_STDIN,
+		O_JSON,
+		O_ROOTFS,
+		O_ALLOW,
+		O_NO_CHECK
+	};
 	static const struct option longopts[] = {
-		{ "policy", 1, 0, O_POLICY }, { "preset", 1, 0, O_PRESET }, { "profile", 1, 0, O_PROFILE },
-		{ "timeout", 1, 0, O_TIMEOUT }, { "memory", 1, 0, O_MEMORY }, { "cpus", 1, 0, O_CPUS },
-		{ "pids", 1, 0, O_PIDS }, { "env", 1, 0, O_ENV }, { "file", 1, 0, O_FILE },
-		{ "stdin", 1, 0, O_STDIN }, { "json", 0, 0, O_JSON }, { "rootfs-dir", 1, 0, O_ROOTFS },
-		{ "allow", 1, 0, O_ALLOW }, { "no-check", 0, 0, O_NO_CHECK }, { 0, 0, 0, 0 },
+		{ "policy", 1, 0, O_POLICY },
+		{ "preset", 1, 0, O_PRESET },
+		{ "profile", 1, 0, O_PROFILE },
+		{ "timeout", 1, 0, O_TIMEOUT },
+		{ "memory", 1, 0, O_MEMORY },
+		{ "cpus", 1, 0, O_CPUS },
+		{ "pids", 1, 0, O_PIDS },
+		{ "env", 1, 0, O_ENV },
+		{ "file", 1, 0, O_FILE },
+		{ "stdin", 1, 0, O_STDIN },
+		{ "json", 0, 0, O_JSON },
+		{ "rootfs-dir", 1, 0, O_ROOTFS },
+		{ "allow", 1, 0, O_ALLOW },
+		{ "no-check", 0, 0, O_NO_CHECK },
+		{ 0, 0, 0, 0 },
 	};
 	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
 			      .files = calloc((size_t)argc, sizeof(char *)),
@@ -275,8 +307,9 @@ static int cmd_run(int argc, char **argv)
 		case O_NO_CHECK: o.no_check = true; break;
 		case 'c': o.code_arg = optarg; break;
 		default:
-			rc = usage_error("run: unknown or incomplete option \"%s\" (see saferun --help)",
-					 argv[optind - 1]);
+			rc = usage_error(
+			    "run: unknown or incomplete option \"%s\" (see saferun --help)",
+			    argv[optind - 1]);
 		}
 	}
 	const char *script = optind < argc ? argv[optind] : NULL;
@@ -285,7 +318,8 @@ static int cmd_run(int argc, char **argv)
 	if (!rc && o.code_arg && script)
 		rc = usage_error("run: give either -c CODE or a SCRIPT, not both");
 	if (!rc && optind + 1 < argc)
-		rc = usage_error("run: unexpected argument \"%s\" after the script", argv[optind + 1]);
+		rc = usage_error("run: unexpected argument \"%s\" after the script",
+				 argv[optind + 1]);
 	char *code = NULL;
 	size_t size = 0;
 	if (!rc && o.code_arg)
@@ -303,10 +337,12 @@ static void print_findings(const char *file, const sr_check_result *res)
 {
 	for (size_t i = 0; i < res->n_findings; i++) {
 		const sr_finding *f = &res->findings[i];
-		printf("%s:%u:%u: %s %s: %s\n", file, f->line, f->col, f->rule, f->rule_name, f->message);
+		printf("%s:%u:%u: %s %s: %s\n", file, f->line, f->col, f->rule, f->rule_name,
+		       f->message);
 	}
 	if (res->truncated)
-		printf("%s: more findings were left out (at most %d are reported)\n", file, SR_CHECK_MAX_FINDINGS);
+		printf("%s: more findings were left out (at most %d are reported)\n", file,
+		       SR_CHECK_MAX_FINDINGS);
 	if (!res->n_findings)
 		printf("%s: clean\n", file);
 }
@@ -322,10 +358,14 @@ static int check_code(const char *policy, const char *file, char **allow, int n_
 	if (!rc)
 		rc = slurp(file, SR_MAX_CODE_BYTES, &code, &size, "script");
 	if (!rc) {
-		sr_check_request req = { .code = code, .code_size = size, .policy = p,
-					 .allow = (const char *const *)allow, .n_allow = (size_t)n_allow };
+		sr_check_request req = { .code = code,
+					 .code_size = size,
+					 .policy = p,
+					 .allow = (const char *const *)allow,
+					 .n_allow = (size_t)n_allow };
 		if (sr_check(&req, &res, &err) < 0) {
-			bool input = err.errnum == EINVAL || err.errnum == EILSEQ || err.errnum == EFBIG;
+			bool input =
+			    err.errnum == EINVAL || err.errnum == EILSEQ || err.errnum == EFBIG;
 			rc = input ? usage_error("check: %s", err.msg) : EXIT_INTERNAL;
 			if (!input)
 				fprintf(stderr, "saferun: internal_error: %s\n", err.msg);
@@ -349,7 +389,10 @@ static int cmd_check(int argc, char **argv)
 {
 	enum { O_POLICY = 256, O_ALLOW, O_JSON };
 	static const struct option longopts[] = {
-		{ "policy", 1, 0, O_POLICY }, { "allow", 1, 0, O_ALLOW }, { "json", 0, 0, O_JSON }, { 0, 0, 0, 0 },
+		{ "policy", 1, 0, O_POLICY },
+		{ "allow", 1, 0, O_ALLOW },
+		{ "json", 0, 0, O_JSON },
+		{ 0, 0, 0, 0 },
 	};
 	char **allow = calloc((size_t)argc, sizeof *allow);
 	const char *policy = NULL;
@@ -362,8 +405,9 @@ static int cmd_check(int argc, char **argv)
 		case O_ALLOW: allow[n_allow++] = optarg; break;
 		case O_JSON: json = true; break;
 		default:
-			rc = usage_error("check: unknown or incomplete option \"%s\" (see saferun --help)",
-					 argv[optind - 1]);
+			rc = usage_error(
+			    "check: unknown or incomplete option \"%s\" (see saferun --help)",
+			    argv[optind - 1]);
 		}
 	}
 	if (!rc && optind + 1 != argc)
@@ -433,5 +477,7 @@ int main(int argc, char **argv)
 		free(s);
 		return 0;
 	}
-	return usage_error("unknown command \"%s\" (run, check, policy, info, rootfs; see saferun --help)", argv[1]);
+	return usage_error(
+	    "unknown command \"%s\" (run, check, policy, info, rootfs; see saferun --help)",
+	    argv[1]);
 }

@@ -29,14 +29,14 @@ typedef struct sr_error {
 /* ---- policy ---------------------------------------------------------- */
 
 typedef struct sr_limits {
-	uint64_t wall_ms;       /* wall-clock limit */
-	uint32_t cpu_millis;    /* CPU share: 1000 = one core */
-	uint64_t memory_bytes;  /* RAM the sandbox may charge */
-	uint64_t swap_bytes;    /* swap allowed beyond memory_bytes */
-	uint32_t pids;          /* tasks (processes + threads) */
-	uint64_t tmpfs_bytes;   /* all writable dirs together */
-	uint64_t output_bytes;  /* per stream (stdout, stderr) */
-	uint32_t open_files;    /* RLIMIT_NOFILE */
+	uint64_t wall_ms;      /* wall-clock limit */
+	uint32_t cpu_millis;   /* CPU share: 1000 = one core */
+	uint64_t memory_bytes; /* RAM the sandbox may charge */
+	uint64_t swap_bytes;   /* swap allowed beyond memory_bytes */
+	uint32_t pids;         /* tasks (processes + threads) */
+	uint64_t tmpfs_bytes;  /* all writable dirs together */
+	uint64_t output_bytes; /* per stream (stdout, stderr) */
+	uint32_t open_files;   /* RLIMIT_NOFILE */
 } sr_limits;
 
 typedef enum sr_net_mode {
@@ -91,11 +91,11 @@ typedef struct sr_seccomp_policy {
 } sr_seccomp_policy;
 
 typedef struct sr_policy {
-	char *name;    /* where it came from, for logs and errors */
-	char *preset;  /* preset the limits started from, or NULL */
+	char *name;   /* where it came from, for logs and errors */
+	char *preset; /* preset the limits started from, or NULL */
 	sr_limits limits;
-	char *profile; /* rootfs profile: "host", "minimal", "datascience", ... */
-	char *workdir; /* working dir inside the sandbox, e.g. "/work" */
+	char *profile;   /* rootfs profile: "host", "minimal", "datascience", ... */
+	char *workdir;   /* working dir inside the sandbox, e.g. "/work" */
 	char **writable; /* absolute dirs backed by the size-capped tmpfs */
 	size_t n_writable;
 	sr_net_mode net_mode;
@@ -103,10 +103,10 @@ typedef struct sr_policy {
 	size_t n_env;
 	sr_seccomp_policy seccomp;
 	struct sr_checker_policy {
-		bool enabled;        /* run the pre-execution checker */
-		char **allow;        /* rule ids, rule names or flagged names it relaxes */
+		bool enabled; /* run the pre-execution checker */
+		char **allow; /* rule ids, rule names or flagged names it relaxes */
 		size_t n_allow;
-		char **rules_off;    /* rule ids turned off */
+		char **rules_off; /* rule ids turned off */
 		size_t n_rules_off;
 		uint64_t timeout_ms; /* for the confined checker process */
 		uint64_t memory_bytes;
@@ -118,8 +118,8 @@ typedef struct sr_checker_policy sr_checker_policy;
 int sr_policy_default(sr_policy **out, sr_error *err);
 /* Parse a policy document over the defaults; keys it omits keep their
  * default. origin names the document in error messages. */
-int sr_policy_load_json(const char *text, size_t len, const char *origin,
-			sr_policy **out, sr_error *err);
+int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_policy **out,
+			sr_error *err);
 int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err);
 /* Replace the limits with a named preset: tiny, small, medium, large. */
 int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err);
@@ -143,20 +143,20 @@ typedef struct sr_file {
 
 typedef struct sr_run_request {
 	const sr_policy *policy;
-	const char *code;  /* the Python source, UTF-8 */
+	const char *code; /* the Python source, UTF-8 */
 	size_t code_size;
 	const sr_file *files; /* extra files for the working dir */
 	size_t n_files;
 	const void *stdin_data; /* NULL: stdin reads /dev/null */
 	size_t stdin_size;
-	const char *rootfs_dir; /* NULL: SR_DEFAULT_ROOTFS_DIR */
+	const char *rootfs_dir;   /* NULL: SR_DEFAULT_ROOTFS_DIR */
 	const char *const *allow; /* per call: names or rules the checker relaxes */
 	size_t n_allow;
-	bool no_check;            /* skip the pre-execution checker */
+	bool no_check; /* skip the pre-execution checker */
 } sr_run_request;
 
 #define SR_DEFAULT_ROOTFS_DIR "/var/lib/saferun/rootfs"
-#define SR_MAX_CODE_BYTES (4u << 20)
+#define SR_MAX_CODE_BYTES     (4u << 20)
 
 typedef enum sr_status {
 	SR_STATUS_OK = 0,
@@ -177,21 +177,21 @@ typedef struct sr_buf {
 } sr_buf;
 
 typedef struct sr_result {
-	char id[40];        /* sandbox id */
+	char id[40]; /* sandbox id */
 	sr_status status;
-	int exit_code;      /* -1 when killed by a signal */
-	int signal;         /* 0 unless killed by a signal */
-	sr_buf out, err;    /* stdout, stderr */
-	sr_buf merged;      /* both streams in arrival order */
-	bool truncated;     /* some stream went past its cap */
+	int exit_code;   /* -1 when killed by a signal */
+	int signal;      /* 0 unless killed by a signal */
+	sr_buf out, err; /* stdout, stderr */
+	sr_buf merged;   /* both streams in arrival order */
+	bool truncated;  /* some stream went past its cap */
 	uint64_t duration_ms;
 	uint64_t cpu_ms;
 	uint64_t peak_memory_bytes;
 	bool hit_memory, hit_pids, hit_tmpfs;
-	sr_limits limits;   /* the limits applied */
-	char cgroup_mode[8]; /* "v2", "v1", "hybrid" */
+	sr_limits limits;               /* the limits applied */
+	char cgroup_mode[8];            /* "v2", "v1", "hybrid" */
 	char message[SR_ERROR_MSG_MAX]; /* one line explaining a non-ok status */
-	struct sr_finding *findings; /* SR_STATUS_REJECTED: why */
+	struct sr_finding *findings;    /* SR_STATUS_REJECTED: why */
 	size_t n_findings;
 } sr_result;
 
@@ -230,8 +230,8 @@ typedef struct sr_check_request {
 typedef struct sr_check_result {
 	sr_finding *findings; /* none: the code may run */
 	size_t n_findings;
-	size_t n_allowed;     /* findings an allow list relaxed */
-	bool truncated;       /* more than SR_CHECK_MAX_FINDINGS */
+	size_t n_allowed; /* findings an allow list relaxed */
+	bool truncated;   /* more than SR_CHECK_MAX_FINDINGS */
 	uint64_t duration_us;
 } sr_check_result;
 

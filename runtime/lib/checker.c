@@ -18,9 +18,9 @@
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_MS 2000
-#define DEFAULT_MEMORY (256u << 20)
-#define MAX_DIRS 40
-#define MAX_ALLOW 256
+#define DEFAULT_MEMORY     (256u << 20)
+#define MAX_DIRS           40
+#define MAX_ALLOW          256
 
 const sr_check_rule *sr_check_rules(size_t *n)
 {
@@ -45,7 +45,8 @@ static void add_dir(struct settings *s, const char *d)
 		s->dirs[s->cfg.n_dirs++] = d;
 }
 
-static int build_settings(const sr_check_request *req, const sr_policy *p, struct settings *s, sr_error *err)
+static int build_settings(const sr_check_request *req, const sr_policy *p, struct settings *s,
+			  sr_error *err)
 {
 	memset(s, 0, sizeof *s);
 	s->cfg.dirs = s->dirs;
@@ -64,9 +65,11 @@ static int build_settings(const sr_check_request *req, const sr_policy *p, struc
 	for (int l = 0; l < 2; l++)
 		for (size_t i = 0; i < counts[l]; i++) {
 			if (s->cfg.n_allow == MAX_ALLOW)
-				return sr_refuse(err, EINVAL, "more than %d allow-list entries", MAX_ALLOW);
+				return sr_refuse(err, EINVAL, "more than %d allow-list entries",
+						 MAX_ALLOW);
 			if (!lists[l][i] || !lists[l][i][0])
-				return sr_refuse(err, EINVAL, "an allow-list entry is empty (give a rule id, "
+				return sr_refuse(err, EINVAL,
+						 "an allow-list entry is empty (give a rule id, "
 						 "a rule name or a name such as eval or open)");
 			s->allow[s->cfg.n_allow++] = lists[l][i];
 		}
@@ -80,10 +83,11 @@ static int check_input(const sr_check_request *req, sr_error *err)
 	if (!req->code)
 		return sr_refuse(err, EINVAL, "no code given");
 	if (req->code_size > SR_MAX_CODE_BYTES)
-		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap", req->code_size,
-				 SR_MAX_CODE_BYTES);
+		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
+				 req->code_size, SR_MAX_CODE_BYTES);
 	if (memchr(req->code, '\0', req->code_size))
-		return sr_refuse(err, EINVAL, "the code contains a NUL byte; Python source must be text");
+		return sr_refuse(err, EINVAL,
+				 "the code contains a NUL byte; Python source must be text");
 	if (!sr_utf8_valid(req->code, req->code_size))
 		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
 	return 0;
@@ -116,7 +120,8 @@ static int copy_result(const sr_check_out *out, sr_check_result *res, sr_error *
 	if (out->magic != SR_CHECK_MAGIC || out->n > SR_CHECK_MAX_FINDINGS)
 		return sr_refuse(err, EPROTO, "the checker returned a malformed result");
 	if (out->status == -2)
-		return sr_refuse(err, ENOMEM, "the code is too large or complex to check within the checker's "
+		return sr_refuse(err, ENOMEM,
+				 "the code is too large or complex to check within the checker's "
 				 "memory limit (raise checker.memory in the policy)");
 	res->findings = calloc(out->n ? out->n : 1, sizeof *res->findings);
 	if (!res->findings)
@@ -160,7 +165,8 @@ int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
 		goto out;
 	rc = copy_result(out, res, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	res->duration_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	res->duration_us =
+	    (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 out:
 	free(s);
 	free(out);

@@ -10,9 +10,9 @@
 typedef struct sr_arena_block sr_arena_block;
 
 typedef struct sr_arena {
-	char *base;         /* the block being filled */
+	char *base; /* the block being filled */
 	size_t size, used;
-	size_t limit;       /* heap mode: bytes all blocks may total */
+	size_t limit; /* heap mode: bytes all blocks may total */
 	size_t total;
 	sr_arena_block *blocks; /* heap mode: every block, for sr_arena_free */
 	int heap;

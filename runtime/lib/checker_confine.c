@@ -42,8 +42,8 @@ static int write_all(int fd, const char *p, size_t n)
 
 /* In the child: lock down, compute, write, exit. Exit codes say which
  * step failed (seen only when one does). */
-static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg, const sr_confine_limits *lim,
-					     int wfd, size_t out_size)
+static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg,
+					    const sr_confine_limits *lim, int wfd, size_t out_size)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* Strict mode still allows read and write on any open fd: keep one. */
@@ -56,7 +56,8 @@ static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg, const 
 	if (mem == MAP_FAILED)
 		_exit(11);
 	uint64_t as = address_space();
-	struct rlimit no_core = { 0, 0 }, cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 };
+	struct rlimit no_core = { 0, 0 },
+		      cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 };
 	struct rlimit space = { as + (1u << 20), as + (1u << 20) };
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
 	    (as && setrlimit(RLIMIT_AS, &space) < 0))
@@ -98,22 +99,26 @@ static int collect(int rfd, uint64_t deadline, char *out, size_t out_size, size_
 	}
 }
 
-static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size, const sr_confine_limits *lim,
-		   sr_error *err)
+static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size,
+		   const sr_confine_limits *lim, sr_error *err)
 {
 	if (rc == -ETIMEDOUT)
-		return sr_refuse(err, ETIMEDOUT, "the checker ran out of time (%llu ms) and was killed",
+		return sr_refuse(err, ETIMEDOUT,
+				 "the checker ran out of time (%llu ms) and was killed",
 				 (unsigned long long)lim->timeout_ms);
 	if (rc < 0)
 		return sr_fail(err, -rc, "read the checker's output");
 	if (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED)
-		return sr_refuse(err, ECHILD, "the checker process was killed by signal %d (%s)%s", si->si_status,
-				 strsignal(si->si_status),
-				 si->si_status == SIGKILL ? " (a seccomp violation or a resource limit)" : "");
+		return sr_refuse(
+		    err, ECHILD, "the checker process was killed by signal %d (%s)%s",
+		    si->si_status, strsignal(si->si_status),
+		    si->si_status == SIGKILL ? " (a seccomp violation or a resource limit)" : "");
 	if (si->si_status != 0)
-		return sr_refuse(err, ECHILD, "the checker process failed (exit status %d)", si->si_status);
+		return sr_refuse(err, ECHILD, "the checker process failed (exit status %d)",
+				 si->si_status);
 	if (got != out_size)
-		return sr_refuse(err, EPROTO, "the checker process wrote %zu bytes, expected %zu", got, out_size);
+		return sr_refuse(err, EPROTO, "the checker process wrote %zu bytes, expected %zu",
+				 got, out_size);
 	return 0;
 }
 

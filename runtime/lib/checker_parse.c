@@ -32,8 +32,9 @@ typedef struct parser {
 
 static int is_open(const sr_token *t)
 {
-	return t->match != SR_NO_MATCH && (t->type == SR_T_FSTART ||
-					  (t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0])));
+	return t->match != SR_NO_MATCH &&
+	       (t->type == SR_T_FSTART ||
+		(t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0])));
 }
 
 static int is_close(const sr_token *t)
@@ -88,18 +89,39 @@ static uint32_t find_top(const parser *ps, uint32_t a, uint32_t end, int (*pred)
 	return end;
 }
 
-static int is_colon(const sr_token *t) { return sr_tok_op(t, ":"); }
-static int is_comma(const sr_token *t) { return sr_tok_op(t, ","); }
-static int is_in(const sr_token *t) { return sr_tok_kw(t, "in"); }
-static int is_as(const sr_token *t) { return sr_tok_kw(t, "as"); }
-static int is_for(const sr_token *t) { return sr_tok_kw(t, "for"); }
-static int is_if(const sr_token *t) { return sr_tok_kw(t, "if"); }
-static int is_eq(const sr_token *t) { return sr_tok_op(t, "="); }
+static int is_colon(const sr_token *t)
+{
+	return sr_tok_op(t, ":");
+}
+static int is_comma(const sr_token *t)
+{
+	return sr_tok_op(t, ",");
+}
+static int is_in(const sr_token *t)
+{
+	return sr_tok_kw(t, "in");
+}
+static int is_as(const sr_token *t)
+{
+	return sr_tok_kw(t, "as");
+}
+static int is_for(const sr_token *t)
+{
+	return sr_tok_kw(t, "for");
+}
+static int is_if(const sr_token *t)
+{
+	return sr_tok_kw(t, "if");
+}
+static int is_eq(const sr_token *t)
+{
+	return sr_tok_op(t, "=");
+}
 
 static int is_augassign(const sr_token *t)
 {
-	static const char *const ops[] = { "+=", "-=", "*=", "/=", "//=", "%=", "**=", ">>=", "<<=",
-					   "&=", "^=", "|=", "@=", NULL };
+	static const char *const ops[] = { "+=",  "-=",  "*=", "/=", "//=", "%=", "**=",
+					   ">>=", "<<=", "&=", "^=", "|=",  "@=", NULL };
 	for (const char *const *o = ops; *o; o++)
 		if (sr_tok_op(t, *o))
 			return 1;
@@ -165,8 +187,14 @@ static sr_binding *bind(parser *ps, uint32_t tok, uint32_t scope, uint8_t kind)
 	}
 	uint32_t idx = p->n_binds++;
 	sr_binding *b = &p->binds[idx];
-	*b = (sr_binding){ .name = name, .scope = scope, .eval_scope = scope, .elem = SR_NO_MATCH,
-			   .tok = tok, .next = SR_NO_MATCH, .kind = kind, .conditional = cond };
+	*b = (sr_binding){ .name = name,
+			   .scope = scope,
+			   .eval_scope = scope,
+			   .elem = SR_NO_MATCH,
+			   .tok = tok,
+			   .next = SR_NO_MATCH,
+			   .kind = kind,
+			   .conditional = cond };
 	uint32_t s = slot_of(p, scope, name);
 	for (;; s = (s + 1) & (p->table_cap - 1)) {
 		uint32_t o = p->table[s];
@@ -186,8 +214,8 @@ static sr_binding *bind(parser *ps, uint32_t tok, uint32_t scope, uint8_t kind)
 	return b;
 }
 
-static void bind_value(parser *ps, uint32_t tok, uint32_t scope, uint32_t vs, uint32_t ve, uint32_t elem,
-		       uint32_t eval_scope)
+static void bind_value(parser *ps, uint32_t tok, uint32_t scope, uint32_t vs, uint32_t ve,
+		       uint32_t elem, uint32_t eval_scope)
 {
 	sr_binding *b = bind(ps, tok, scope, SR_B_VALUE);
 	if (b) {
@@ -254,7 +282,8 @@ static void bind_names(parser *ps, uint32_t a, uint32_t b, uint32_t scope)
 {
 	for (uint32_t j = a; j < b; j++)
 		if (is_name(&ps->t[j]) && (j == a || !sr_tok_op(&ps->t[j - 1], ".")) &&
-		    !(j + 1 < b && (sr_tok_op(&ps->t[j + 1], ".") || sr_tok_op(&ps->t[j + 1], "["))))
+		    !(j + 1 < b &&
+		      (sr_tok_op(&ps->t[j + 1], ".") || sr_tok_op(&ps->t[j + 1], "["))))
 			bind(ps, j, scope, SR_B_OPAQUE);
 }
 
@@ -280,8 +309,8 @@ static int is_call_paren(const parser *ps, uint32_t j)
 	if (j == 0)
 		return 0;
 	const sr_token *prev = &ps->t[j - 1];
-	return is_name(prev) || sr_tok_op(prev, ")") || sr_tok_op(prev, "]") || prev->type == SR_T_STRING ||
-	       prev->type == SR_T_FEND;
+	return is_name(prev) || sr_tok_op(prev, ")") || sr_tok_op(prev, "]") ||
+	       prev->type == SR_T_STRING || prev->type == SR_T_FEND;
 }
 
 static void mark_kwargs(parser *ps, uint32_t open, uint32_t close)
@@ -301,9 +330,11 @@ static void expr(parser *ps, uint32_t a, uint32_t b, uint32_t scope)
 			j = lambda(ps, j, b, scope) - 1;
 		} else if (is_name(t) && j + 1 < b && sr_tok_op(&ps->t[j + 1], ":=")) {
 			uint32_t e = j + 2;
-			while (e < b && !sr_tok_op(&ps->t[e], ",") && !ends_stmt(&ps->t[e]) && !is_close(&ps->t[e]))
+			while (e < b && !sr_tok_op(&ps->t[e], ",") && !ends_stmt(&ps->t[e]) &&
+			       !is_close(&ps->t[e]))
 				e = skip(ps, e);
-			bind_value(ps, j, function_scope(ps->p, scope), j + 2, e, SR_NO_MATCH, scope);
+			bind_value(ps, j, function_scope(ps->p, scope), j + 2, e, SR_NO_MATCH,
+				   scope);
 		} else if (is_open(t) && t->type == SR_T_OP && t->match > j && t->match <= b) {
 			if (t->text[0] != '{' || !(t->flags & SR_TF_FBRACE)) {
 				if (find_top(ps, j + 1, t->match, is_for) < t->match) {
@@ -514,7 +545,9 @@ static void from_stmt(parser *ps, uint32_t i, uint32_t end)
 			char buf[512];
 			int n = snprintf(buf, sizeof buf, "%s%s%s", mod,
 					 *mod && mod[strlen(mod) - 1] != '.' ? "." : "", t->text);
-			char *q = n > 0 && (size_t)n < sizeof buf ? sr_arena_alloc(ps->p->arena, (size_t)n + 1) : NULL;
+			char *q = n > 0 && (size_t)n < sizeof buf
+				      ? sr_arena_alloc(ps->p->arena, (size_t)n + 1)
+				      : NULL;
 			if (!q) {
 				ps->oom = 1;
 				return;
@@ -568,8 +601,8 @@ static void for_stmt(parser *ps, uint32_t i, uint32_t *next)
 		uint32_t el[MAXELEMS];
 		uint32_t n = split(ps, in + 2, c - 1, el, MAXELEMS);
 		for (uint32_t k = 0; k < n && k < MAXELEMS; k++)
-			bind_value(ps, i + 1, ps->cur, el[k], find_top(ps, el[k], c - 1, is_comma), SR_NO_MATCH,
-				   ps->cur);
+			bind_value(ps, i + 1, ps->cur, el[k], find_top(ps, el[k], c - 1, is_comma),
+				   SR_NO_MATCH, ps->cur);
 		if (n > MAXELEMS || n == 0)
 			bind(ps, i + 1, ps->cur, SR_B_OPAQUE);
 	} else {

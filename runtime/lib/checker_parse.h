@@ -17,24 +17,24 @@ enum sr_role {
 };
 
 enum sr_bind_kind {
-	SR_B_IMPORT,   /* qual: the module or member it names */
-	SR_B_VALUE,    /* the value tokens [vstart, vend), element elem */
-	SR_B_OPAQUE,   /* a def, class, parameter, loop variable, ... */
-	SR_B_GLOBAL,   /* declared global (or nonlocal) here */
-	SR_B_DEL,      /* deleted here */
-	SR_B_STAR,     /* from qual import * */
+	SR_B_IMPORT, /* qual: the module or member it names */
+	SR_B_VALUE,  /* the value tokens [vstart, vend), element elem */
+	SR_B_OPAQUE, /* a def, class, parameter, loop variable, ... */
+	SR_B_GLOBAL, /* declared global (or nonlocal) here */
+	SR_B_DEL,    /* deleted here */
+	SR_B_STAR,   /* from qual import * */
 };
 
 enum sr_scope_kind { SR_S_MODULE, SR_S_FUNCTION, SR_S_CLASS, SR_S_COMPREHENSION };
 
 typedef struct sr_binding {
-	const char *name; /* interned; NULL for SR_B_STAR */
-	const char *qual; /* SR_B_IMPORT, SR_B_STAR */
+	const char *name;     /* interned; NULL for SR_B_STAR */
+	const char *qual;     /* SR_B_IMPORT, SR_B_STAR */
 	const char *imported; /* SR_B_IMPORT: the full dotted path imported */
 	uint32_t scope, eval_scope;
 	uint32_t vstart, vend, elem;
-	uint32_t tok;   /* where it is bound */
-	uint32_t next;  /* the next binding of this name in this scope */
+	uint32_t tok;  /* where it is bound */
+	uint32_t next; /* the next binding of this name in this scope */
 	uint8_t kind;
 	uint8_t conditional; /* inside an if/for/while/try/with/function body */
 } sr_binding;

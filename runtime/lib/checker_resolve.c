@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define MAXDEPTH 8
-#define BUDGET 512 /* resolution steps per chain: bounds pathological alias webs */
+#define BUDGET   512 /* resolution steps per chain: bounds pathological alias webs */
 
 typedef struct rctx {
 	const sr_program *p;
@@ -65,18 +65,24 @@ static void unknown(sr_vals *vs)
  * aliases, mapped to the module everyone knows. */
 static const char *canonical_module(const char *name, size_t n)
 {
-	static const char *const same[] = { "os", "sys", "subprocess", "builtins", "importlib", "ctypes",
-					    "socket", "pickle", "marshal", "signal", "pty", "runpy", NULL };
-	static const char *const alias[][2] = { { "posix", "os" }, { "nt", "os" }, { "_os", "os" },
-						{ "__builtin__", "builtins" }, { "_pickle", "pickle" },
-						{ "cPickle", "pickle" }, { "_signal", "signal" }, { NULL, NULL } };
+	static const char *const same[] = { "os",        "sys",    "subprocess", "builtins",
+					    "importlib", "ctypes", "socket",     "pickle",
+					    "marshal",   "signal", "pty",        "runpy",
+					    NULL };
+	static const char *const alias[][2] = {
+		{ "posix", "os" },       { "nt", "os" },
+		{ "_os", "os" },         { "__builtin__", "builtins" },
+		{ "_pickle", "pickle" }, { "cPickle", "pickle" },
+		{ "_signal", "signal" }, { NULL, NULL }
+	};
 	if (n < 2 || n > 11)
 		return NULL;
 	for (const char *const *s = same; *s; s++)
 		if ((*s)[0] == name[0] && strlen(*s) == n && memcmp(*s, name, n) == 0)
 			return *s;
 	for (size_t i = 0; alias[i][0]; i++)
-		if (alias[i][0][0] == name[0] && strlen(alias[i][0]) == n && memcmp(alias[i][0], name, n) == 0)
+		if (alias[i][0][0] == name[0] && strlen(alias[i][0]) == n &&
+		    memcmp(alias[i][0], name, n) == 0)
 			return alias[i][1];
 	return NULL;
 }
@@ -117,8 +123,10 @@ static void attr(const sr_vals *base, const char *name, sr_vals *out)
 			add(out, SR_V_GETTER, v->kind == SR_V_GLOBALS ? "" : v->q);
 		else if (v->kind != SR_V_QUAL)
 			unknown(out);
-		else if (re && strcmp(v->q, "builtins") != 0 && strncmp(v->q, name, strlen(name)) != 0)
-			add(out, SR_V_QUAL, re); /* shutil.os is os (but socket.socket is not socket) */
+		else if (re && strcmp(v->q, "builtins") != 0 &&
+			 strncmp(v->q, name, strlen(name)) != 0)
+			add(out, SR_V_QUAL,
+			    re); /* shutil.os is os (but socket.socket is not socket) */
 		else if (join(buf, sizeof buf, v->q, name, 1) == 0)
 			add(out, SR_V_QUAL, buf);
 		else
@@ -128,7 +136,8 @@ static void attr(const sr_vals *base, const char *name, sr_vals *out)
 
 /* ---- names ------------------------------------------------------------------ */
 
-static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth, sr_vals *out);
+static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth,
+			 sr_vals *out);
 
 static void builtin_or_star(rctx *r, const char *name, sr_vals *out)
 {
@@ -146,23 +155,20 @@ static void builtin_or_star(rctx *r, const char *name, sr_vals *out)
 static void binding_value(rctx *r, const sr_binding *b, int depth, sr_vals *out)
 {
 	switch (b->kind) {
-	case SR_B_IMPORT:
-		add_qual(out, b->qual);
-		break;
-	case SR_B_VALUE:
-		eval_range(r, b->vstart, b->vend, b->elem, depth + 1, out);
-		break;
-	default:
-		unknown(out);
+	case SR_B_IMPORT: add_qual(out, b->qual); break;
+	case SR_B_VALUE: eval_range(r, b->vstart, b->vend, b->elem, depth + 1, out); break;
+	default: unknown(out);
 	}
 }
 
 /* Every value of the bindings of name in scope s (first binding b). */
-static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t at, int depth, sr_vals *out)
+static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t at, int depth,
+		   sr_vals *out)
 {
 	const sr_program *p = r->p;
 	int definite = 0, deleted = 0;
-	for (; b != SR_NO_MATCH && r->budget && out->n < SR_VALS_MAX; b = p->binds[b].next, r->budget--) {
+	for (; b != SR_NO_MATCH && r->budget && out->n < SR_VALS_MAX;
+	     b = p->binds[b].next, r->budget--) {
 		const sr_binding *bd = &p->binds[b];
 		if (bd->kind == SR_B_GLOBAL && s != 0) {
 			resolve_name(r, name, 0, UINT32_MAX, depth + 1, out);
@@ -182,7 +188,8 @@ static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t a
 		builtin_or_star(r, name, out);
 }
 
-static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth, sr_vals *out)
+static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at, int depth,
+			 sr_vals *out)
 {
 	const sr_program *p = r->p;
 	if (depth > MAXDEPTH || !r->budget) {
@@ -213,7 +220,8 @@ static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at,
 uint32_t sr_skip(const sr_program *p, uint32_t j)
 {
 	const sr_token *t = &p->toks.v[j];
-	int open = t->type == SR_T_FSTART || (t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0]));
+	int open = t->type == SR_T_FSTART ||
+		   (t->type == SR_T_OP && t->len == 1 && strchr("([{", t->text[0]));
 	return open && t->match != SR_NO_MATCH && t->match > j ? t->match + 1 : j + 1;
 }
 
@@ -252,7 +260,8 @@ static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth
 	r->budget--;
 	strip_parens(p, &a, &b);
 	if (elem != SR_NO_MATCH) {
-		if ((sr_tok_op(&p->toks.v[a], "[") || sr_tok_op(&p->toks.v[a], "(")) && p->toks.v[a].match == b - 1) {
+		if ((sr_tok_op(&p->toks.v[a], "[") || sr_tok_op(&p->toks.v[a], "(")) &&
+		    p->toks.v[a].match == b - 1) {
 			a++;
 			b--;
 		}
@@ -294,7 +303,8 @@ static size_t append(char *buf, size_t cap, size_t n, const char *s, size_t len)
 }
 
 /* An f-string's literal head; *complete when it has no field. */
-static uint32_t fstring_head(const sr_program *p, uint32_t j, char *buf, size_t cap, size_t *n, int *complete)
+static uint32_t fstring_head(const sr_program *p, uint32_t j, char *buf, size_t cap, size_t *n,
+			     int *complete)
 {
 	const sr_token *t = p->toks.v;
 	uint32_t end = t[j].match == SR_NO_MATCH ? j + 1 : t[j].match;
@@ -326,7 +336,8 @@ int sr_fold_string(const sr_program *p, uint32_t a, uint32_t b, char *buf, size_
 		} else if (sr_tok_op(&t[j], "+") && j + 1 < b &&
 			   (t[j + 1].type == SR_T_STRING || t[j + 1].type == SR_T_FSTART)) {
 			j++;
-		} else if (sr_tok_op(&t[j], ".") && j + 1 < b && sr_tok_streq(&t[j + 1], "format")) {
+		} else if (sr_tok_op(&t[j], ".") && j + 1 < b &&
+			   sr_tok_streq(&t[j + 1], "format")) {
 			buf[strcspn(buf, "{")] = '\0';
 			return 0;
 		} else {
@@ -374,7 +385,9 @@ int sr_call_arg(const sr_program *p, uint32_t open, int k, const char *kw, uint3
 static int arg_string(const sr_program *p, uint32_t open, int k, char *buf, size_t cap)
 {
 	uint32_t a, b;
-	return sr_call_arg(p, open, k, NULL, &a, &b) == 0 && sr_fold_string(p, a, b, buf, cap) == 1 ? 0 : -1;
+	return sr_call_arg(p, open, k, NULL, &a, &b) == 0 && sr_fold_string(p, a, b, buf, cap) == 1
+		   ? 0
+		   : -1;
 }
 
 static void lookup_key(rctx *r, const sr_val *ns, const char *key, sr_vals *out)
@@ -385,7 +398,8 @@ static void lookup_key(rctx *r, const sr_val *ns, const char *key, sr_vals *out)
 		resolve_name(r, key, 0, UINT32_MAX, 1, out);
 	else if (strcmp(ns->q, "sys.modules") == 0)
 		add_qual(out, key);
-	else if (strcmp(ns->q, "builtins") == 0 && snprintf(buf, sizeof buf, "builtins.%s", key) < (int)sizeof buf)
+	else if (strcmp(ns->q, "builtins") == 0 &&
+		 snprintf(buf, sizeof buf, "builtins.%s", key) < (int)sizeof buf)
 		add(out, SR_V_QUAL, buf);
 	else if (ql > 9 && strcmp(ns->q + ql - 9, ".__dict__") == 0 &&
 		 snprintf(buf, sizeof buf, "%.*s.%s", (int)(ql - 9), ns->q, key) < (int)sizeof buf)
@@ -403,7 +417,8 @@ static void call_import(const sr_program *p, const char *q, uint32_t open, sr_va
 	}
 	/* __import__("os.path") is os, unless a fromlist asks for the leaf */
 	uint32_t a, b;
-	if (strcmp(q, "importlib.import_module") != 0 && sr_call_arg(p, open, 3, NULL, &a, &b) < 0 &&
+	if (strcmp(q, "importlib.import_module") != 0 &&
+	    sr_call_arg(p, open, 3, NULL, &a, &b) < 0 &&
 	    sr_call_arg(p, open, 0, "fromlist", &a, &b) < 0)
 		mod[strcspn(mod, ".")] = '\0';
 	add_qual(out, mod);
@@ -424,11 +439,14 @@ static void call(rctx *r, const sr_vals *callee, uint32_t open, int depth, sr_va
 				unknown(out);
 		} else if (v->kind != SR_V_QUAL) {
 			unknown(out);
-		} else if (!strcmp(q, "builtins.__import__") || !strcmp(q, "importlib.__import__") ||
+		} else if (!strcmp(q, "builtins.__import__") ||
+			   !strcmp(q, "importlib.__import__") ||
 			   !strcmp(q, "importlib.import_module")) {
 			call_import(p, q, open, out);
-		} else if ((!strcmp(q, "builtins.getattr") || !strcmp(q, "inspect.getattr_static")) &&
-			   sr_call_arg(p, open, 0, NULL, &a, &b) == 0 && arg_string(p, open, 1, key, sizeof key) == 0) {
+		} else if ((!strcmp(q, "builtins.getattr") ||
+			    !strcmp(q, "inspect.getattr_static")) &&
+			   sr_call_arg(p, open, 0, NULL, &a, &b) == 0 &&
+			   arg_string(p, open, 1, key, sizeof key) == 0) {
 			sr_vals obj;
 			obj.n = 0;
 			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
@@ -436,7 +454,8 @@ static void call(rctx *r, const sr_vals *callee, uint32_t open, int depth, sr_va
 		} else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") ||
 			   (!strcmp(q, "builtins.vars") && sr_call_nargs(p, open) == 0)) {
 			add(out, SR_V_GLOBALS, "");
-		} else if (!strcmp(q, "builtins.vars") && sr_call_arg(p, open, 0, NULL, &a, &b) == 0) {
+		} else if (!strcmp(q, "builtins.vars") &&
+			   sr_call_arg(p, open, 0, NULL, &a, &b) == 0) {
 			sr_vals obj;
 			obj.n = 0;
 			eval_range(r, a, b, SR_NO_MATCH, depth + 1, &obj);
@@ -463,8 +482,8 @@ static void subscript(rctx *r, const sr_vals *base, uint32_t open, sr_vals *out)
 
 static int is_store_after(const sr_token *t)
 {
-	static const char *const ops[] = { "=", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "%=", "//=", "**=",
-					   ">>=", "<<=", "@=", NULL };
+	static const char *const ops[] = { "=",  "+=",  "-=",  "*=",  "/=",  "|=", "&=", "^=",
+					   "%=", "//=", "**=", ">>=", "<<=", "@=", NULL };
 	for (const char *const *o = ops; *o; o++)
 		if (sr_tok_op(t, *o))
 			return 1;
@@ -510,14 +529,19 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 			attr(&prev, t[j + 1].text, &cur);
 			st = (sr_step){ SR_STEP_ATTR, 0, j + 1, 0, i, &prev, &cur };
 			j += 2;
-		} else if ((sr_tok_op(&t[j], "(") || sr_tok_op(&t[j], "[")) && t[j].match != SR_NO_MATCH &&
-			   !(t[j].flags & SR_TF_FBRACE)) {
+		} else if ((sr_tok_op(&t[j], "(") || sr_tok_op(&t[j], "[")) &&
+			   t[j].match != SR_NO_MATCH && !(t[j].flags & SR_TF_FBRACE)) {
 			if (t[j].text[0] == '(')
 				call(r, &prev, j, depth, &cur);
 			else
 				subscript(r, &prev, j, &cur);
-			st = (sr_step){ t[j].text[0] == '(' ? SR_STEP_CALL : SR_STEP_SUBSCRIPT, 0, j, t[j].match, i,
-					&prev, &cur };
+			st = (sr_step){ t[j].text[0] == '(' ? SR_STEP_CALL : SR_STEP_SUBSCRIPT,
+					0,
+					j,
+					t[j].match,
+					i,
+					&prev,
+					&cur };
 			j = t[j].match + 1;
 		} else {
 			cur = prev;

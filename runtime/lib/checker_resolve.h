@@ -7,7 +7,7 @@
 
 #include "checker_parse.h"
 
-#define SR_QMAX 160
+#define SR_QMAX     160
 #define SR_VALS_MAX 4
 
 enum sr_val_kind {
@@ -31,10 +31,10 @@ enum sr_step_kind { SR_STEP_NAME, SR_STEP_ATTR, SR_STEP_CALL, SR_STEP_SUBSCRIPT 
 
 typedef struct sr_step {
 	uint8_t kind;
-	uint8_t store;  /* the chain is assigned to, and this is its last step */
-	uint32_t tok;   /* the name, the attribute's name, the '(' or '[' */
-	uint32_t close; /* CALL, SUBSCRIPT: the ')' or ']' */
-	uint32_t chain; /* the chain's first token */
+	uint8_t store;       /* the chain is assigned to, and this is its last step */
+	uint32_t tok;        /* the name, the attribute's name, the '(' or '[' */
+	uint32_t close;      /* CALL, SUBSCRIPT: the ')' or ']' */
+	uint32_t chain;      /* the chain's first token */
 	const sr_vals *base; /* the value before the step (not for NAME) */
 	const sr_vals *val;  /* the value after it */
 } sr_step;
@@ -55,7 +55,8 @@ int sr_fold_string(const sr_program *p, uint32_t a, uint32_t b, char *buf, size_
 
 /* Positional argument k of the call whose '(' is at open, or the keyword
  * argument kw (when not NULL): its value's token range. Returns 0 or -1. */
-int sr_call_arg(const sr_program *p, uint32_t open, int k, const char *kw, uint32_t *a, uint32_t *b);
+int sr_call_arg(const sr_program *p, uint32_t open, int k, const char *kw, uint32_t *a,
+		uint32_t *b);
 /* The number of arguments (positional and keyword). */
 int sr_call_nargs(const sr_program *p, uint32_t open);
 

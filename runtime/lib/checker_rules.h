@@ -32,7 +32,7 @@ typedef struct sr_check_config {
 	const char *const *dirs; /* where the code may use files: workdir first */
 	size_t n_dirs;
 	bool network_off;
-	uint32_t rules_off; /* bit per enum sr_rule */
+	uint32_t rules_off;       /* bit per enum sr_rule */
 	const char *const *allow; /* rule ids, rule names or flagged names */
 	size_t n_allow;
 } sr_check_config;
@@ -57,7 +57,8 @@ int sr_rule_find(const char *id_or_name);
  * one per rule and line (a longer, more specific name replaces the one
  * there). The message is "`name` " followed by the formatted text. */
 void sr_finding_add(sr_check_out *out, const sr_check_config *cfg, int rule, const char *name,
-		    uint32_t line, uint32_t col, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+		    uint32_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 
 /* The rule a qualified name ("os.system") breaks, or -1. */
 int sr_rule_for_name(const char *q, bool network_off);

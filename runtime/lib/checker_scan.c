@@ -38,7 +38,8 @@ static void source(const scan *s, uint32_t a, uint32_t b, char *buf, size_t cap)
 static void flag(scan *s, int rule, const char *name, uint32_t at, const char *what)
 {
 	const sr_token *t = tok(s, at);
-	sr_finding_add(s->out, s->cfg, rule, name, t->line, t->col, "%s %s", what, sr_rule_advice(rule));
+	sr_finding_add(s->out, s->cfg, rule, name, t->line, t->col, "%s %s", what,
+		       sr_rule_advice(rule));
 }
 
 /* A dangerous module or member reached by the chain up to token at. */
@@ -86,10 +87,26 @@ static bool is_dunder(const char *s)
 /* Dunders ordinary code reads by name. */
 static bool is_plain_dunder(const char *s)
 {
-	static const char *const plain[] = { "__init__", "__name__", "__qualname__", "__module__", "__doc__",
-					     "__annotations__", "__len__", "__iter__", "__call__", "__enter__",
-					     "__exit__", "__version__", "__file__", "__slots__", "__all__",
-					     "__wrapped__", "__dataclass_fields__", "__str__", "__repr__", NULL };
+	static const char *const plain[] = { "__init__",
+					     "__name__",
+					     "__qualname__",
+					     "__module__",
+					     "__doc__",
+					     "__annotations__",
+					     "__len__",
+					     "__iter__",
+					     "__call__",
+					     "__enter__",
+					     "__exit__",
+					     "__version__",
+					     "__file__",
+					     "__slots__",
+					     "__all__",
+					     "__wrapped__",
+					     "__dataclass_fields__",
+					     "__str__",
+					     "__repr__",
+					     NULL };
 	for (const char *const *p = plain; *p; p++)
 		if (!strcmp(s, *p))
 			return true;
@@ -102,8 +119,11 @@ static void check_reflection(scan *s, const char *fn, uint32_t open)
 {
 	char name[SR_QMAX], what[240];
 	uint32_t a, b;
-	int known = sr_call_arg(s->p, open, 1, NULL, &a, &b) == 0 ? sr_fold_string(s->p, a, b, name, sizeof name) : -1;
-	if (known == 1 && ((is_dunder(name) && !is_plain_dunder(name)) || sr_is_internal_attr(name))) {
+	int known = sr_call_arg(s->p, open, 1, NULL, &a, &b) == 0
+			? sr_fold_string(s->p, a, b, name, sizeof name)
+			: -1;
+	if (known == 1 &&
+	    ((is_dunder(name) && !is_plain_dunder(name)) || sr_is_internal_attr(name))) {
 		snprintf(what, sizeof what, "`%s(..., '%s')`", fn, name);
 		flag(s, SR_R_REFLECT, fn, open, what);
 		return;
@@ -132,8 +152,8 @@ static void check_attrgetter(scan *s, const char *fn, uint32_t open)
 
 static void check_namespace(scan *s, const char *fn, uint32_t open, const sr_vals *callee)
 {
-	static const char *const uses[] = { "get", "update", "setdefault", "pop", "__getitem__",
-					     "__setitem__", "__delitem__", NULL };
+	static const char *const uses[] = { "get",         "update",      "setdefault",  "pop",
+					    "__getitem__", "__setitem__", "__delitem__", NULL };
 	const sr_token *nx = tok(s, tok(s, open)->match + 1);
 	char what[200];
 	bool used = sr_tok_op(nx, "[");
@@ -142,7 +162,8 @@ static void check_namespace(scan *s, const char *fn, uint32_t open, const sr_val
 			used |= sr_tok_streq(nx + 1, *u);
 	}
 	uint32_t a, b;
-	if (!used && has_qual(callee, "builtins.vars") && sr_call_arg(s->p, open, 0, NULL, &a, &b) == 0) {
+	if (!used && has_qual(callee, "builtins.vars") &&
+	    sr_call_arg(s->p, open, 0, NULL, &a, &b) == 0) {
 		sr_vals obj;
 		used = sr_resolve_chain(s->p, a, NULL, NULL, &obj) == b && any_module(&obj);
 	}
@@ -154,9 +175,11 @@ static void check_namespace(scan *s, const char *fn, uint32_t open, const sr_val
 
 static void check_paths(scan *s, const char *api, uint32_t open)
 {
-	static const char *const kws[] = { "path", "file", "filename", "fname", "filepath", "filepath_or_buffer",
-					   "path_or_buf", "src", "dst", "dir", "name", "io", "target", "source",
-					   "excel_writer", "fp", NULL };
+	static const char *const kws[] = {
+		"path",        "file",   "filename",     "fname", "filepath", "filepath_or_buffer",
+		"path_or_buf", "src",    "dst",          "dir",   "name",     "io",
+		"target",      "source", "excel_writer", "fp",    NULL
+	};
 	char path[512], what[400];
 	for (int k = -2; k < (int)(sizeof kws / sizeof *kws) - 1; k++) {
 		uint32_t a, b;
@@ -164,11 +187,15 @@ static void check_paths(scan *s, const char *api, uint32_t open)
 			continue;
 		int known = sr_fold_string(s->p, a, b, path, sizeof path);
 		int rule;
-		const char *why = known >= 0 ? sr_path_problem(path, known == 1, s->cfg, &rule) : NULL;
+		const char *why =
+		    known >= 0 ? sr_path_problem(path, known == 1, s->cfg, &rule) : NULL;
 		if (!why)
 			continue;
-		snprintf(what, sizeof what, "`%s('%.100s%s')`: the path %s; this sandbox's code may use files under %.60s%s%.60s;",
-			 api, path, known ? "" : "...", why, s->cfg->dirs[0], s->cfg->n_dirs > 1 ? " and " : "",
+		snprintf(what, sizeof what,
+			 "`%s('%.100s%s')`: the path %s; this sandbox's code may use files under "
+			 "%.60s%s%.60s;",
+			 api, path, known ? "" : "...", why, s->cfg->dirs[0],
+			 s->cfg->n_dirs > 1 ? " and " : "",
 			 s->cfg->n_dirs > 1 ? s->cfg->dirs[1] : "");
 		flag(s, rule, api, a, what);
 	}
@@ -183,7 +210,8 @@ static void check_loaders(scan *s, const char *q, uint32_t open)
 	if ((!strcmp(q, "yaml.load") || !strcmp(q, "yaml.load_all"))) {
 		char src[96];
 		bool safe = false;
-		if (sr_call_arg(s->p, open, 0, "Loader", &a, &b) == 0 || sr_call_arg(s->p, open, 1, NULL, &a, &b) == 0) {
+		if (sr_call_arg(s->p, open, 0, "Loader", &a, &b) == 0 ||
+		    sr_call_arg(s->p, open, 1, NULL, &a, &b) == 0) {
 			source(s, a, b - 1, src, sizeof src);
 			safe = strstr(src, "SafeLoader") || strstr(src, "BaseLoader");
 		}
@@ -200,13 +228,15 @@ static void on_call(scan *s, const sr_step *st)
 		if (v->kind != SR_V_QUAL)
 			continue;
 		const char *q = v->q, *fn = sr_display_name(q);
-		if (!strcmp(q, "builtins.getattr") || !strcmp(q, "builtins.setattr") || !strcmp(q, "builtins.delattr") ||
-		    !strcmp(q, "inspect.getattr_static") || !strcmp(q, "builtins.object.__getattribute__") ||
+		if (!strcmp(q, "builtins.getattr") || !strcmp(q, "builtins.setattr") ||
+		    !strcmp(q, "builtins.delattr") || !strcmp(q, "inspect.getattr_static") ||
+		    !strcmp(q, "builtins.object.__getattribute__") ||
 		    !strcmp(q, "builtins.type.__getattribute__"))
 			check_reflection(s, fn, st->tok);
 		else if (!strcmp(q, "operator.attrgetter") || !strcmp(q, "operator.methodcaller"))
 			check_attrgetter(s, fn, st->tok);
-		else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") || !strcmp(q, "builtins.vars"))
+		else if (!strcmp(q, "builtins.globals") || !strcmp(q, "builtins.locals") ||
+			 !strcmp(q, "builtins.vars"))
 			check_namespace(s, fn, st->tok, st->base);
 		check_loaders(s, q, st->tok);
 		if (sr_is_file_api(q)) {
@@ -230,7 +260,8 @@ static void on_attr(scan *s, const sr_step *st)
 		if (v->kind != SR_V_QUAL)
 			continue;
 		if (!strcmp(name, "__dict__")) {
-			snprintf(what, sizeof what, "`%s.__dict__` (a module's namespace)", sr_display_name(v->q));
+			snprintf(what, sizeof what, "`%s.__dict__` (a module's namespace)",
+				 sr_display_name(v->q));
 			flag(s, SR_R_INTROSPECT, "__dict__", st->tok, what);
 		}
 		if (st->store && (!strcmp(v->q, "builtins") || !strcmp(v->q, "sys"))) {
@@ -249,8 +280,9 @@ static void on_step(void *ctx, const sr_step *st)
 		on_attr(s, st);
 	if (st->kind == SR_STEP_CALL)
 		on_call(s, st);
-	flag_values(s, st->val, st->chain, st->kind == SR_STEP_CALL || st->kind == SR_STEP_SUBSCRIPT
-					    ? st->close : st->tok);
+	flag_values(s, st->val, st->chain,
+		    st->kind == SR_STEP_CALL || st->kind == SR_STEP_SUBSCRIPT ? st->close
+									      : st->tok);
 }
 
 static void check_attr_name(scan *s, uint32_t i)
@@ -286,7 +318,8 @@ static void check_format_walk(scan *s, uint32_t i)
 		size_t len = strcspn(c + 1, "}!:");
 		const char *dunder = memmem(c + 1, len, "__", 2);
 		if (dunder && (memchr(c + 1, '.', len) || memchr(c + 1, '[', len))) {
-			snprintf(what, sizeof what, "the format field \"{%.*s}\"", (int)(len < 60 ? len : 60), c + 1);
+			snprintf(what, sizeof what, "the format field \"{%.*s}\"",
+				 (int)(len < 60 ? len : 60), c + 1);
 			flag(s, SR_R_FORMAT, "format", i, what);
 			return;
 		}
@@ -326,9 +359,11 @@ static void scan_tokens(scan *s)
 			   (t->role == SR_ROLE_NONE || t->role == SR_ROLE_STORE)) {
 			sr_vals v;
 			sr_resolve_chain(p, i, on_step, s, &v);
-		} else if (t->type == SR_T_NAME && t->role == SR_ROLE_BIND && sr_tok_streq(t, "__builtins__")) {
+		} else if (t->type == SR_T_NAME && t->role == SR_ROLE_BIND &&
+			   sr_tok_streq(t, "__builtins__")) {
 			flag(s, SR_R_INTROSPECT, "__builtins__", i, "binding `__builtins__`");
-		} else if (t->type == SR_T_STRING && t->role != SR_ROLE_DOCSTRING && !(t->flags & SR_TF_BYTES) &&
+		} else if (t->type == SR_T_STRING && t->role != SR_ROLE_DOCSTRING &&
+			   !(t->flags & SR_TF_BYTES) &&
 			   !(i > 0 && tok(s, i - 1)->type == SR_T_STRING)) {
 			check_format_walk(s, i);
 		}
@@ -359,19 +394,27 @@ static void check_coding(const char *src, size_t len, const sr_check_config *cfg
 				char enc[64];
 				size_t n = 0;
 				for (; v < src + end && n < sizeof enc - 1 &&
-				       (isalnum((unsigned char)*v) || *v == '-' || *v == '_' || *v == '.'); v++)
-					enc[n++] = (char)(*v == '_' ? '-' : tolower((unsigned char)*v));
+				       (isalnum((unsigned char)*v) || *v == '-' || *v == '_' ||
+					*v == '.');
+				     v++)
+					enc[n++] =
+					    (char)(*v == '_' ? '-' : tolower((unsigned char)*v));
 				enc[n] = '\0';
-				if (n && strcmp(enc, "utf-8") && strcmp(enc, "utf8") && strncmp(enc, "utf-8-", 6) &&
-				    strcmp(enc, "ascii") && strcmp(enc, "us-ascii"))
-					sr_finding_add(out, cfg, SR_R_ENCODING, enc, line, (uint32_t)(i - pos + 1),
-						       "the coding declaration `%s`: %s", enc, sr_rule_advice(SR_R_ENCODING));
+				if (n && strcmp(enc, "utf-8") && strcmp(enc, "utf8") &&
+				    strncmp(enc, "utf-8-", 6) && strcmp(enc, "ascii") &&
+				    strcmp(enc, "us-ascii"))
+					sr_finding_add(out, cfg, SR_R_ENCODING, enc, line,
+						       (uint32_t)(i - pos + 1),
+						       "the coding declaration `%s`: %s", enc,
+						       sr_rule_advice(SR_R_ENCODING));
 				return;
 			}
 		} else if (i < end) {
 			return; /* code on line 1: line 2 is not looked at */
 		}
-		pos = end < len && src[end] == '\r' && end + 1 < len && src[end + 1] == '\n' ? end + 2 : end + 1;
+		pos = end < len && src[end] == '\r' && end + 1 < len && src[end + 1] == '\n'
+			  ? end + 2
+			  : end + 1;
 	}
 }
 
@@ -382,13 +425,15 @@ static void sort_findings(sr_check_out *out)
 		sr_finding f = out->f[i];
 		uint32_t j = i;
 		for (; j > 0 && (out->f[j - 1].line > f.line ||
-				 (out->f[j - 1].line == f.line && out->f[j - 1].col > f.col)); j--)
+				 (out->f[j - 1].line == f.line && out->f[j - 1].col > f.col));
+		     j--)
 			out->f[j] = out->f[j - 1];
 		out->f[j] = f;
 	}
 }
 
-int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_arena *a, sr_check_out *out)
+int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_arena *a,
+		   sr_check_out *out)
 {
 	memset(out, 0, sizeof *out);
 	out->magic = SR_CHECK_MAGIC;
@@ -397,7 +442,8 @@ int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_a
 	sr_tok_error e = { 0 };
 	int rc = sr_tokenize(src, len, a, &p.toks, &e);
 	if (rc == -1) {
-		sr_finding_add(out, cfg, SR_R_SYNTAX, "", e.line, e.col, "%s: %s", e.msg, sr_rule_advice(SR_R_SYNTAX));
+		sr_finding_add(out, cfg, SR_R_SYNTAX, "", e.line, e.col, "%s: %s", e.msg,
+			       sr_rule_advice(SR_R_SYNTAX));
 		return 0;
 	}
 	if (rc < 0 || sr_parse(&p) < 0) {

@@ -9,6 +9,7 @@
 
 /* Fill out with the findings for src. Returns 0, or -2 (out->status too)
  * when the arena ran out. */
-int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_arena *a, sr_check_out *out);
+int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_arena *a,
+		   sr_check_out *out);
 
 #endif

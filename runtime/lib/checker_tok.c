@@ -9,7 +9,7 @@
 
 #include "checker_nfkc.h"
 
-#define MAXLEVEL 200  /* nesting of brackets and f-strings, as CPython */
+#define MAXLEVEL  200 /* nesting of brackets and f-strings, as CPython */
 #define MAXINDENT 100 /* as CPython */
 
 enum { K_FSTR = 'f', K_FIELD = 'b' };
@@ -51,14 +51,14 @@ typedef struct lexer {
 static const char *const ops3[] = { "**=", "//=", ">>=", "<<=", "...", NULL };
 static const char *const ops2[] = { "!=", "%=", "&=", "**", "*=", "+=", "-=", "->", "//", "/=",
 				    ":=", "<<", "<=", "==", ">=", ">>", "@=", "^=", "|=", NULL };
-static const char *const ops1[] = { "(", ")", "[", "]", "{", "}", ":", ",", ";", "+", "-", "*",
-				    "/", "|", "&", "<", ">", "=", ".", "%", "~", "^", "@", "!", NULL };
+static const char *const ops1[] = { "(", ")", "[", "]", "{", "}", ":", ",", ";", "+", "-", "*", "/",
+				    "|", "&", "<", ">", "=", ".", "%", "~", "^", "@", "!", NULL };
 
 static const char *const keywords[] = {
-	"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-	"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-	"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
-	"try", "while", "with", "yield", NULL,
+	"False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+	"class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+	"from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+	"or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield",    NULL,
 };
 
 static int is_keyword(const char *s, size_t n)
@@ -84,7 +84,7 @@ static uint32_t col_of(lexer *lx, size_t pos)
 }
 
 static int fail_at(lexer *lx, uint32_t line, uint32_t col, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static int fail_at(lexer *lx, uint32_t line, uint32_t col, const char *fmt, ...)
 {
 	va_list ap;
@@ -175,8 +175,10 @@ static size_t put_utf8(unsigned cp, char *o)
 
 static int hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* Read exactly n hex digits at s; -1 if they are not there. */
@@ -245,8 +247,8 @@ static size_t escape(const char *s, size_t left, int bytes, char *o, size_t *w, 
 
 /* Decode a literal body into the arena. fmode: an f-string part, where
  * {{ and }} stand for { and }. */
-static const char *decode(lexer *lx, size_t from, size_t to, int flags, int fmode, uint32_t *out_len,
-			  uint8_t *tflags)
+static const char *decode(lexer *lx, size_t from, size_t to, int flags, int fmode,
+			  uint32_t *out_len, uint8_t *tflags)
 {
 	const char *s = lx->s + from;
 	size_t n = to - from, o = 0;
@@ -354,7 +356,8 @@ static int prefix_flags(const char *s, size_t n, int *fstring)
 
 static int closes(const lexer *lx, size_t pos, char quote, int triple)
 {
-	return at(lx, pos) == quote && (!triple || (at(lx, pos + 1) == quote && at(lx, pos + 2) == quote));
+	return at(lx, pos) == quote &&
+	       (!triple || (at(lx, pos + 1) == quote && at(lx, pos + 2) == quote));
 }
 
 static int unterminated(lexer *lx, uint32_t line, uint32_t col, int triple, const char *what)
@@ -371,7 +374,10 @@ static int lex_string(lexer *lx, sr_token *t, size_t start, size_t qpos)
 	int triple = at(lx, qpos + 1) == quote && at(lx, qpos + 2) == quote;
 	lx->pos = qpos + (triple ? 3 : 1);
 	if (fstring) {
-		struct level l = { K_FSTR, quote, (uint8_t)triple, (uint8_t)!!(flags & SR_TF_RAW), 0, line, col };
+		struct level l = {
+			K_FSTR, quote, (uint8_t)triple, (uint8_t) !!(flags & SR_TF_RAW), 0,
+			line,   col
+		};
 		if (push(lx, l) < 0)
 			return -1;
 		emit(lx, t, SR_T_FSTART, start, line, col);
@@ -503,8 +509,8 @@ static int lex_fliteral(lexer *lx, sr_token *t)
 
 static int is_ident_char(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-	       c >= 0x80;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c >= 0x80;
 }
 
 static int lex_name(lexer *lx, sr_token *t)
@@ -537,7 +543,8 @@ static int lex_name(lexer *lx, sr_token *t)
 
 static void digits(lexer *lx, int hex)
 {
-	for (char c; (c = at(lx, lx->pos)) && ((c >= '0' && c <= '9') || c == '_' || (hex && hexval(c) >= 0));)
+	for (char c; (c = at(lx, lx->pos)) &&
+		     ((c >= '0' && c <= '9') || c == '_' || (hex && hexval(c) >= 0));)
 		lx->pos++;
 }
 
@@ -556,7 +563,8 @@ static int lex_number(lexer *lx, sr_token *t)
 		}
 		char e = (char)(at(lx, lx->pos) | 0x20), d = at(lx, lx->pos + 1);
 		if (e == 'e' && ((d >= '0' && d <= '9') ||
-				 ((d == '+' || d == '-') && at(lx, lx->pos + 2) >= '0' && at(lx, lx->pos + 2) <= '9'))) {
+				 ((d == '+' || d == '-') && at(lx, lx->pos + 2) >= '0' &&
+				  at(lx, lx->pos + 2) <= '9'))) {
 			lx->pos += 2;
 			digits(lx, 0);
 		}
@@ -588,9 +596,10 @@ static int close_bracket(lexer *lx, char c)
 	if (!l)
 		return fail_at(lx, lx->line, col_of(lx, lx->pos), "unmatched '%c'", c);
 	if (l->kind != want)
-		return fail_at(lx, lx->line, col_of(lx, lx->pos),
-			       "closing parenthesis '%c' does not match opening parenthesis '%c' on line %u", c,
-			       l->kind == K_FIELD ? '{' : l->kind, l->line);
+		return fail_at(
+		    lx, lx->line, col_of(lx, lx->pos),
+		    "closing parenthesis '%c' does not match opening parenthesis '%c' on line %u",
+		    c, l->kind == K_FIELD ? '{' : l->kind, l->line);
 	lx->n_lv--;
 	return 0;
 }
@@ -613,8 +622,8 @@ static int lex_op(lexer *lx, sr_token *t)
 	}
 	const char *op = match_op(lx);
 	if (!op)
-		return fail_at(lx, lx->line, col_of(lx, start), "invalid character '%c' (U+%04X)", c,
-			       (unsigned char)c);
+		return fail_at(lx, lx->line, col_of(lx, start), "invalid character '%c' (U+%04X)",
+			       c, (unsigned char)c);
 	uint32_t col = col_of(lx, start);
 	if (c == '(' || c == '[' || c == '{') {
 		if (push(lx, (struct level){ c, 0, 0, 0, 0, lx->line, col }) < 0)
@@ -722,15 +731,19 @@ static int lex_next(lexer *lx, sr_token *t)
 			if (lx->pending_dedents)
 				continue;
 		}
-		while (lx->pos < lx->len && (lx->s[lx->pos] == ' ' || lx->s[lx->pos] == '\t' || lx->s[lx->pos] == '\f'))
+		while (lx->pos < lx->len &&
+		       (lx->s[lx->pos] == ' ' || lx->s[lx->pos] == '\t' || lx->s[lx->pos] == '\f'))
 			lx->pos++;
 		if (lx->pos >= lx->len)
 			return lex_eof(lx, t);
 		char c = lx->s[lx->pos];
 		if (c == '\\') {
 			if (!is_nl(at(lx, lx->pos + 1)))
-				return fail(lx, lx->pos + 1 >= lx->len ? "unexpected EOF while parsing"
-								     : "unexpected character after line continuation character");
+				return fail(
+				    lx,
+				    lx->pos + 1 >= lx->len
+					? "unexpected EOF while parsing"
+					: "unexpected character after line continuation character");
 			lx->pos++;
 			eat_newline(lx);
 			continue;
@@ -755,7 +768,8 @@ static int lex_next(lexer *lx, sr_token *t)
 		}
 		if (is_ident_char((unsigned char)c) && !(c >= '0' && c <= '9'))
 			return lex_name(lx, t);
-		if ((c >= '0' && c <= '9') || (c == '.' && at(lx, lx->pos + 1) >= '0' && at(lx, lx->pos + 1) <= '9'))
+		if ((c >= '0' && c <= '9') ||
+		    (c == '.' && at(lx, lx->pos + 1) >= '0' && at(lx, lx->pos + 1) <= '9'))
 			return lex_number(lx, t);
 		if (c == '"' || c == '\'')
 			return lex_string(lx, t, lx->pos, lx->pos);
@@ -806,8 +820,10 @@ static int match_brackets(sr_tokens *out, sr_arena *a)
 		return -2;
 	for (uint32_t i = 0; i < out->n; i++) {
 		sr_token *t = &out->v[i];
-		int open = t->type == SR_T_FSTART || sr_tok_op(t, "(") || sr_tok_op(t, "[") || sr_tok_op(t, "{");
-		int close = t->type == SR_T_FEND || sr_tok_op(t, ")") || sr_tok_op(t, "]") || sr_tok_op(t, "}");
+		int open = t->type == SR_T_FSTART || sr_tok_op(t, "(") || sr_tok_op(t, "[") ||
+			   sr_tok_op(t, "{");
+		int close = t->type == SR_T_FEND || sr_tok_op(t, ")") || sr_tok_op(t, "]") ||
+			    sr_tok_op(t, "}");
 		if (open && n <= MAXLEVEL) {
 			stack[n++] = i;
 		} else if (close && n > 0) {

@@ -6,8 +6,8 @@
 #ifndef SR_CHECKER_TOK_H
 #define SR_CHECKER_TOK_H
 
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "checker_arena.h"
 
@@ -15,8 +15,8 @@ typedef enum sr_tok_type {
 	SR_T_END = 0,
 	SR_T_NAME,
 	SR_T_NUMBER,
-	SR_T_STRING,  /* text: the decoded value */
-	SR_T_OP,      /* text: the operator */
+	SR_T_STRING, /* text: the decoded value */
+	SR_T_OP,     /* text: the operator */
 	SR_T_NEWLINE,
 	SR_T_INDENT,
 	SR_T_DEDENT,
@@ -26,10 +26,10 @@ typedef enum sr_tok_type {
 } sr_tok_type;
 
 enum {
-	SR_TF_BYTES = 1,  /* b"..." */
-	SR_TF_RAW = 2,    /* r"..." */
-	SR_TF_OPAQUE = 4, /* the value has escapes left undecoded (\N{...}) */
-	SR_TF_FBRACE = 8, /* a { or } (or the : and ! inside) of an f-string field */
+	SR_TF_BYTES = 1,    /* b"..." */
+	SR_TF_RAW = 2,      /* r"..." */
+	SR_TF_OPAQUE = 4,   /* the value has escapes left undecoded (\N{...}) */
+	SR_TF_FBRACE = 8,   /* a { or } (or the : and ! inside) of an f-string field */
 	SR_TF_KEYWORD = 16, /* a NAME that is a hard keyword */
 };
 
@@ -37,13 +37,13 @@ enum {
 
 typedef struct sr_token {
 	uint8_t type, flags;
-	uint16_t role;     /* set by the parser */
+	uint16_t role;       /* set by the parser */
 	uint32_t start, len; /* bytes of the source */
 	uint32_t line, col;  /* 1-based; col counts code points */
-	uint32_t match;    /* brackets, FSTART/FEND: index of the partner */
-	uint32_t scope;    /* set by the parser */
+	uint32_t match;      /* brackets, FSTART/FEND: index of the partner */
+	uint32_t scope;      /* set by the parser */
 	uint32_t text_len;
-	const char *text;  /* NAME: normalised and interned; see the types */
+	const char *text; /* NAME: normalised and interned; see the types */
 } sr_token;
 
 typedef struct sr_tok_error {

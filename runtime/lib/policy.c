@@ -26,17 +26,17 @@ extern const size_t sr_embedded_default_policy_len;
 #define TIB (1024ULL * GIB)
 
 #define POLICY_MAX_BYTES (4u << 20)
-#define PATH_BUF 192   /* a JSON path in an error message */
-#define SHOW_MAX 72    /* an offending value, shortened */
-#define MAX_WRITABLE 32
-#define MAX_ENV 1024
-#define MAX_ENV_ENTRY (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
+#define PATH_BUF         192 /* a JSON path in an error message */
+#define SHOW_MAX         72  /* an offending value, shortened */
+#define MAX_WRITABLE     32
+#define MAX_ENV          1024
+#define MAX_ENV_ENTRY    (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
 /* libseccomp's rule merging is quadratic: 2048 names compile in ~10 ms,
  * 16000 take half a second. The default uses about 380. */
-#define MAX_RULES 1024
-#define MAX_NAMES 2048
-#define MAX_ERRNO_RET 4095
-#define MAX_ALLOW 256
+#define MAX_RULES      1024
+#define MAX_NAMES      2048
+#define MAX_ERRNO_RET  4095
+#define MAX_ALLOW      256
 #define MAX_ALLOW_NAME 79
 #define JSON_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
@@ -57,8 +57,10 @@ struct lim_spec {
 	uint64_t min, max;
 };
 
-#define LIM(key, kind, field, min, max) \
-	{key, kind, offsetof(sr_limits, field), sizeof(((sr_limits *)0)->field), min, max}
+#define LIM(key, kind, field, min, max)                                                          \
+	{                                                                                        \
+		key, kind, offsetof(sr_limits, field), sizeof(((sr_limits *)0)->field), min, max \
+	}
 
 static const struct lim_spec lim_specs[] = {
 	LIM("wall_time", LIM_DURATION, wall_ms, 10, 24ULL * 3600 * 1000),
@@ -78,29 +80,32 @@ static const struct preset {
 	const char *name;
 	sr_limits limits;
 } presets[] = {
-	{"tiny", {5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256}},
-	{"small", {10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256}},
-	{"medium", {20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256}},
-	{"large", {60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256}},
+	{ "tiny", { 5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256 } },
+	{ "small", { 10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256 } },
+	{ "medium", { 20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256 } },
+	{ "large", { 60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256 } },
 };
 
 static const struct {
 	const char *name;
 	sr_seccomp_action_kind kind;
 } actions[] = {
-	{"SCMP_ACT_ALLOW", SR_SCMP_ALLOW},
-	{"SCMP_ACT_ERRNO", SR_SCMP_ERRNO},
-	{"SCMP_ACT_KILL_PROCESS", SR_SCMP_KILL_PROCESS},
-	{"SCMP_ACT_KILL_THREAD", SR_SCMP_KILL_THREAD},
-	{"SCMP_ACT_KILL", SR_SCMP_KILL_THREAD}, /* libseccomp's alias */
-	{"SCMP_ACT_TRAP", SR_SCMP_TRAP},
-	{"SCMP_ACT_LOG", SR_SCMP_LOG},
+	{ "SCMP_ACT_ALLOW", SR_SCMP_ALLOW },
+	{ "SCMP_ACT_ERRNO", SR_SCMP_ERRNO },
+	{ "SCMP_ACT_KILL_PROCESS", SR_SCMP_KILL_PROCESS },
+	{ "SCMP_ACT_KILL_THREAD", SR_SCMP_KILL_THREAD },
+	{ "SCMP_ACT_KILL", SR_SCMP_KILL_THREAD }, /* libseccomp's alias */
+	{ "SCMP_ACT_TRAP", SR_SCMP_TRAP },
+	{ "SCMP_ACT_LOG", SR_SCMP_LOG },
 };
 
 static const char *const op_names[] = {
-	[SR_CMP_NE] = "SCMP_CMP_NE", [SR_CMP_LT] = "SCMP_CMP_LT",
-	[SR_CMP_LE] = "SCMP_CMP_LE", [SR_CMP_EQ] = "SCMP_CMP_EQ",
-	[SR_CMP_GE] = "SCMP_CMP_GE", [SR_CMP_GT] = "SCMP_CMP_GT",
+	[SR_CMP_NE] = "SCMP_CMP_NE",
+	[SR_CMP_LT] = "SCMP_CMP_LT",
+	[SR_CMP_LE] = "SCMP_CMP_LE",
+	[SR_CMP_EQ] = "SCMP_CMP_EQ",
+	[SR_CMP_GE] = "SCMP_CMP_GE",
+	[SR_CMP_GT] = "SCMP_CMP_GT",
 	[SR_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
 };
 
@@ -109,7 +114,7 @@ static const char *const op_names[] = {
 /* ---- errors ------------------------------------------------------------ */
 
 static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
 {
@@ -143,7 +148,7 @@ static void show(const cJSON *v, char *buf, size_t n)
 }
 
 static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* "<path>: <value> <what is wrong with it>" */
 static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
@@ -174,7 +179,7 @@ static int bad_type(const struct ctx *c, const char *path, const cJSON *v, const
 /* buf = a b c, cut to PATH_BUF: paths only go into messages. */
 static void path_cat(char *buf, const char *a, const char *b, const char *c)
 {
-	const char *parts[] = {a, b, c};
+	const char *parts[] = { a, b, c };
 	size_t n = 0;
 
 	for (size_t i = 0; i < 3; i++)
@@ -271,7 +276,7 @@ struct decimal {
 
 static const char *parse_decimal(const char *s, struct decimal *d)
 {
-	*d = (struct decimal){0, 0, 1, 0};
+	*d = (struct decimal){ 0, 0, 1, 0 };
 	if (!isdigit((unsigned char)*s))
 		return NULL;
 	for (; isdigit((unsigned char)*s); s++)
@@ -332,7 +337,7 @@ int sr_parse_duration(const char *s, uint64_t *out_ms)
 	static const struct {
 		const char *suffix;
 		uint64_t ms;
-	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
+	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
 	struct decimal d;
 	const char *p;
 
@@ -388,9 +393,7 @@ static void fmt_size(uint64_t v, char *buf, size_t n)
 static void fmt_limit(const struct lim_spec *s, uint64_t v, char *buf, size_t n)
 {
 	switch (s->kind) {
-	case LIM_SIZE:
-		fmt_size(v, buf, n);
-		break;
+	case LIM_SIZE: fmt_size(v, buf, n); break;
 	case LIM_DURATION:
 		if (v % 3600000 == 0)
 			snprintf(buf, n, "%lluh", (unsigned long long)(v / 3600000));
@@ -399,12 +402,8 @@ static void fmt_limit(const struct lim_spec *s, uint64_t v, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%llums", (unsigned long long)v);
 		break;
-	case LIM_CPUS:
-		snprintf(buf, n, "%g", (double)v / 1000.0);
-		break;
-	case LIM_COUNT:
-		snprintf(buf, n, "%llu", (unsigned long long)v);
-		break;
+	case LIM_CPUS: snprintf(buf, n, "%g", (double)v / 1000.0); break;
+	case LIM_COUNT: snprintf(buf, n, "%llu", (unsigned long long)v); break;
 	}
 }
 
@@ -506,19 +505,21 @@ static int want_string(const struct ctx *c, const char *path, const cJSON *v)
 
 /* A whole JSON number 0..max, or (with strings) "123" or "0x7b" for the
  * full 64 bits JSON numbers cannot carry exactly. */
-static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max,
-		   int strings, uint64_t *out)
+static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max, int strings,
+		   uint64_t *out)
 {
 	if (cJSON_IsNumber(v)) {
 		double x = v->valuedouble;
-		if (!isfinite(x) || x < 0 || x != floor(x) || x > JSON_MAX_EXACT || (uint64_t)x > max)
+		if (!isfinite(x) || x < 0 || x != floor(x) || x > JSON_MAX_EXACT ||
+		    (uint64_t)x > max)
 			return bad_value(c, path, v, "is not a whole number from 0 to %llu",
 					 (unsigned long long)max);
 		*out = (uint64_t)x;
 		return 0;
 	}
 	if (!strings || !cJSON_IsString(v))
-		return bad_type(c, path, v, strings ? "a number or a string like \"0xff\"" : "a whole number");
+		return bad_type(c, path, v,
+				strings ? "a number or a string like \"0xff\"" : "a whole number");
 	const char *s = v->valuestring;
 	int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 	const char *digits = hex ? s + 2 : s;
@@ -527,7 +528,8 @@ static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64
 	unsigned long long x = strtoull(digits, &end, hex ? 16 : 10);
 	if (!(hex ? isxdigit((unsigned char)*digits) : isdigit((unsigned char)*digits)) || *end ||
 	    errno || x > max)
-		return bad_value(c, path, v, "is not an unsigned 64-bit number (use 123 or \"0x7b\")");
+		return bad_value(c, path, v,
+				 "is not an unsigned 64-bit number (use 123 or \"0x7b\")");
 	*out = x;
 	return 0;
 }
@@ -536,8 +538,8 @@ static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64
 
 static int parse_limits(const struct ctx *c, const cJSON *obj, sr_limits *l)
 {
-	static const char *const keys[] = {"wall_time", "cpus", "memory", "swap", "pids",
-					   "tmpfs", "output", "open_files", "comment", NULL};
+	static const char *const keys[] = { "wall_time", "cpus",   "memory",     "swap",    "pids",
+					    "tmpfs",     "output", "open_files", "comment", NULL };
 	char path[PATH_BUF];
 	uint64_t v;
 
@@ -589,7 +591,8 @@ static int check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
 	for (const char *comp = s + 1;; comp++) {
 		size_t len = strcspn(comp, "/");
 		if (len == 0)
-			return bad_value(c, path, v, "must not contain empty components (// or a trailing /)");
+			return bad_value(c, path, v,
+					 "must not contain empty components (// or a trailing /)");
 		if ((len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
 			return bad_value(c, path, v, "must not contain . or .. components");
 		comp += len;
@@ -609,7 +612,8 @@ static int parse_writable(const struct ctx *c, const cJSON *arr, sr_policy *p)
 	if (!cJSON_IsArray(arr))
 		return bad_type(c, base, arr, "an array of absolute paths");
 	if (cJSON_GetArraySize(arr) > MAX_WRITABLE)
-		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), MAX_WRITABLE);
+		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr),
+			   MAX_WRITABLE);
 	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
 	if (!v)
 		return oom(c);
@@ -646,15 +650,17 @@ static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
 	if (want_string(c, path, v) < 0)
 		return -1;
 	size_t len = strlen(v->valuestring);
-	if (len == 0 || len > 64 || strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
+	if (len == 0 || len > 64 ||
+	    strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
 		return bad_value(c, path, v,
-				 "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, minimal, datascience)");
+				 "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, "
+				 "minimal, datascience)");
 	return 0;
 }
 
 static int parse_filesystem(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = {"profile", "workdir", "writable", "comment", NULL};
+	static const char *const keys[] = { "profile", "workdir", "writable", "comment", NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy.filesystem", obj, keys) < 0)
@@ -678,7 +684,7 @@ static int parse_filesystem(const struct ctx *c, const cJSON *obj, sr_policy *p)
 
 static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = {"mode", "comment", NULL};
+	static const char *const keys[] = { "mode", "comment", NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy.network", obj, keys) < 0)
@@ -688,7 +694,8 @@ static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
 	if (want_string(c, "policy.network.mode", v) < 0)
 		return -1;
 	if (strcmp(v->valuestring, "none") != 0)
-		return bad_value(c, "policy.network.mode", v, "is not a network mode (known: none)");
+		return bad_value(c, "policy.network.mode", v,
+				 "is not a network mode (known: none)");
 	p->net_mode = SR_NET_NONE;
 	return 0;
 }
@@ -702,7 +709,8 @@ static char *env_entry(const struct ctx *c, const cJSON *it)
 	if (it->string[0] == '\0' || strchr(it->string, '=')) {
 		char key[SHOW_MAX];
 		snprintf(key, sizeof key, "%s", it->string);
-		bad(c, base, "\"%s\" is not a variable name (it must be non-empty, without =)", key);
+		bad(c, base, "\"%s\" is not a variable name (it must be non-empty, without =)",
+		    key);
 		return NULL;
 	}
 	path_key(path, base, it->string);
@@ -787,7 +795,8 @@ static int parse_action(const struct ctx *c, const char *path, const cJSON *obj,
 		return bad(c, sub, "only applies to SCMP_ACT_ERRNO");
 	if (errno_ret && get_u64(c, sub, errno_ret, MAX_ERRNO_RET, 0, &e) < 0)
 		return -1;
-	*out = (sr_seccomp_action){actions[i].kind, actions[i].kind == SR_SCMP_ERRNO ? (uint32_t)e : 0};
+	*out = (sr_seccomp_action){ actions[i].kind,
+				    actions[i].kind == SR_SCMP_ERRNO ? (uint32_t)e : 0 };
 	return 0;
 }
 
@@ -808,8 +817,8 @@ static int parse_op(const struct ctx *c, const char *path, const cJSON *v, sr_se
 
 static int parse_arg(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_arg *a)
 {
-	static const char *const keys[] = {"index", "value", "valueTwo", "op", "comment", NULL};
-	static const char *const required[] = {"index", "value", "op"};
+	static const char *const keys[] = { "index", "value", "valueTwo", "op", "comment", NULL };
+	static const char *const required[] = { "index", "value", "op" };
 	char sub[PATH_BUF];
 	uint64_t index;
 	const cJSON *v;
@@ -851,9 +860,11 @@ static int parse_args(const struct ctx *c, const char *path, const cJSON *arr, s
 		for (size_t j = 0; j < r->n_args; j++)
 			if (r->args[j].index == a->index) {
 				path_key(index_path, sub, "index");
-				return bad(c, index_path,
-					   "argument %u is already compared in this rule (libseccomp takes one comparison per argument: split the rule)",
-					   a->index);
+				return bad(
+				    c, index_path,
+				    "argument %u is already compared in this rule (libseccomp "
+				    "takes one comparison per argument: split the rule)",
+				    a->index);
 			}
 		r->n_args++;
 	}
@@ -885,7 +896,9 @@ static int parse_names(const struct ctx *c, const char *path, const cJSON *arr, 
 
 static int parse_rule(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_rule *r)
 {
-	static const char *const keys[] = {"names", "action", "errnoRet", "args", "comment", NULL};
+	static const char *const keys[] = {
+		"names", "action", "errnoRet", "args", "comment", NULL
+	};
 	char sub[PATH_BUF];
 	const cJSON *v;
 
@@ -924,7 +937,8 @@ static int parse_rules(const struct ctx *c, const cJSON *arr, sr_seccomp_policy 
 	if (n > MAX_RULES)
 		return bad(c, base, "%d rules, at most %d", n, MAX_RULES);
 	if (count_names(arr) > MAX_NAMES)
-		return bad(c, base, "%zu syscall names in all rules, at most %d", count_names(arr), MAX_NAMES);
+		return bad(c, base, "%zu syscall names in all rules, at most %d", count_names(arr),
+			   MAX_NAMES);
 	s->rules = calloc((size_t)n + 1, sizeof *s->rules);
 	if (!s->rules)
 		return oom(c);
@@ -978,14 +992,18 @@ static int check_group(const struct ctx *c, const sr_seccomp_policy *s, const st
 		const size_t other = later == &g[i] ? g[u].rule : g[i].rule;
 		if (i == u)
 			continue;
-		snprintf(path, sizeof path, "policy.seccomp.syscalls[%zu].names[%zu]", later->rule, later->index);
+		snprintf(path, sizeof path, "policy.seccomp.syscalls[%zu].names[%zu]", later->rule,
+			 later->index);
 		if (r->n_args)
 			return bad(c, path,
-				   "\"%s\" has a rule with args and one without (syscalls[%zu]); libseccomp would ignore the args: give every rule for it args",
+				   "\"%s\" has a rule with args and one without (syscalls[%zu]); "
+				   "libseccomp would ignore the args: give every rule for it args",
 				   g[i].name, other);
 		if (!same_action(r->action, s->rules[g[u].rule].action))
-			return bad(c, path, "\"%s\" already has a rule with a different action (syscalls[%zu])",
-				   g[i].name, other);
+			return bad(
+			    c, path,
+			    "\"%s\" already has a rule with a different action (syscalls[%zu])",
+			    g[i].name, other);
 	}
 	return 0;
 }
@@ -1002,7 +1020,7 @@ static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
 		return oom(c);
 	for (size_t i = 0; i < s->n_rules; i++)
 		for (size_t j = 0; j < s->rules[i].n_names; j++)
-			refs[k++] = (struct name_ref){s->rules[i].names[j], i, j};
+			refs[k++] = (struct name_ref){ s->rules[i].names[j], i, j };
 	qsort(refs, n, sizeof *refs, cmp_name_ref);
 	for (size_t i = 0, end; rc == 0 && i < n; i = end) {
 		end = i + 1;
@@ -1019,7 +1037,7 @@ static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
  * follows then finds the program compiled. */
 static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
 {
-	sr_error e = {0};
+	sr_error e = { 0 };
 	sr_bpf prog;
 
 	if (sr_seccomp_compile_cached(s, NULL, &prog, &e) == 0) {
@@ -1037,14 +1055,16 @@ static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
 
 static int parse_seccomp(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = {"defaultAction", "defaultErrnoRet", "syscalls", "comment", NULL};
-	sr_seccomp_policy s = {0};
+	static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "syscalls",
+					    "comment", NULL };
+	sr_seccomp_policy s = { 0 };
 	const cJSON *v;
 	int rc = -1;
 
 	if (check_keys(c, "policy.seccomp", obj, keys) < 0)
 		return -1;
-	if (parse_action(c, "policy.seccomp", obj, "defaultAction", "defaultErrnoRet", &s.default_action) < 0)
+	if (parse_action(c, "policy.seccomp", obj, "defaultAction", "defaultErrnoRet",
+			 &s.default_action) < 0)
 		goto out;
 	if ((v = get(obj, "syscalls")) && parse_rules(c, v, &s) < 0)
 		goto out;
@@ -1052,7 +1072,7 @@ static int parse_seccomp(const struct ctx *c, const cJSON *obj, sr_policy *p)
 		goto out;
 	seccomp_free(&p->seccomp);
 	p->seccomp = s;
-	s = (sr_seccomp_policy){0};
+	s = (sr_seccomp_policy){ 0 };
 	rc = 0;
 out:
 	seccomp_free(&s);
@@ -1083,8 +1103,11 @@ static int check_allow_entry(const struct ctx *c, const char *path, const cJSON 
 	size_t len = strlen(s);
 	if (len == 0 || len > MAX_ALLOW_NAME ||
 	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != len)
-		return bad_value(c, path, v, "is not a rule id, rule name or Python name (e.g. SR201, eval, os.system)");
-	if (s[0] == 'S' && s[1] == 'R' && len > 2 && strspn(s + 2, "0123456789") == len - 2 && sr_rule_find(s) < 0) {
+		return bad_value(
+		    c, path, v,
+		    "is not a rule id, rule name or Python name (e.g. SR201, eval, os.system)");
+	if (s[0] == 'S' && s[1] == 'R' && len > 2 && strspn(s + 2, "0123456789") == len - 2 &&
+	    sr_rule_find(s) < 0) {
 		rule_ids(list, sizeof list);
 		return bad_value(c, path, v, "is not a rule (known: %s)", list);
 	}
@@ -1156,7 +1179,8 @@ static int parse_rule_switches(const struct ctx *c, const cJSON *obj, sr_policy 
 	char path[PATH_BUF], list[256];
 
 	if (!cJSON_IsObject(obj))
-		return bad_type(c, "policy.checker.rules", obj, "an object of rule ids and true/false");
+		return bad_type(c, "policy.checker.rules", obj,
+				"an object of rule ids and true/false");
 	for (const cJSON *k = obj->child; k; k = k->next) {
 		path_key(path, "policy.checker.rules", k->string);
 		for (const cJSON *j = obj->child; j != k; j = j->next)
@@ -1177,9 +1201,10 @@ static int parse_rule_switches(const struct ctx *c, const cJSON *obj, sr_policy 
 
 static int parse_checker(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = {"enabled", "allow", "rules", "timeout", "memory", "comment", NULL};
-	static const struct lim_spec timeout = {"timeout", LIM_DURATION, 0, 8, 10, 60000};
-	static const struct lim_spec memory = {"memory", LIM_SIZE, 0, 8, 16 * MIB, 4 * GIB};
+	static const char *const keys[] = { "enabled", "allow",   "rules", "timeout",
+					    "memory",  "comment", NULL };
+	static const struct lim_spec timeout = { "timeout", LIM_DURATION, 0, 8, 10, 60000 };
+	static const struct lim_spec memory = { "memory", LIM_SIZE, 0, 8, 16 * MIB, 4 * GIB };
 	const cJSON *v;
 
 	if (check_keys(c, "policy.checker", obj, keys) < 0)
@@ -1230,8 +1255,8 @@ static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON *
 			col = 0;
 		}
 	return bad(c, "policy", "%s at line %zu, column %zu (byte %zu)",
-		   trailing ? "unexpected text after the JSON document" : "malformed JSON", line, col,
-		   (size_t)(end - text));
+		   trailing ? "unexpected text after the JSON document" : "malformed JSON", line,
+		   col, (size_t)(end - text));
 }
 
 static int check_workdir(const struct ctx *c, const sr_policy *p)
@@ -1245,8 +1270,9 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
-	static const char *const keys[] = {"preset", "limits", "filesystem", "network",
-					   "environment", "seccomp", "checker", "comment", NULL};
+	static const char *const keys[] = { "preset",  "limits",      "filesystem",
+					    "network", "environment", "seccomp",
+					    "checker", "comment",     NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy", root, keys) < 0)
@@ -1319,13 +1345,14 @@ static sr_policy *policy_new(const char *name)
 int sr_policy_default(sr_policy **out, sr_error *err)
 {
 	/* the embedded default is compiled by the unit tests, not on every load */
-	const struct ctx c = {"default policy", err, 0};
+	const struct ctx c = { "default policy", err, 0 };
 	sr_policy *p = policy_new("default");
 
 	*out = NULL;
 	if (!p)
 		return sr_fail(err, ENOMEM, "allocate the default policy");
-	if (load_over(&c, (const char *)sr_embedded_default_policy, sr_embedded_default_policy_len, p) < 0) {
+	if (load_over(&c, (const char *)sr_embedded_default_policy, sr_embedded_default_policy_len,
+		      p) < 0) {
 		sr_policy_free(p);
 		return -1;
 	}
@@ -1336,7 +1363,7 @@ int sr_policy_default(sr_policy **out, sr_error *err)
 int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_policy **out,
 			sr_error *err)
 {
-	const struct ctx c = {origin, err, 1};
+	const struct ctx c = { origin, err, 1 };
 	sr_policy *p = NULL;
 
 	*out = NULL;
@@ -1410,7 +1437,8 @@ int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err)
 	if (!ps) {
 		char list[64];
 		preset_names(list, sizeof list);
-		sr_fail(err, 0, "preset \"%s\" is unknown (known: %s)", name ? name : "(null)", list);
+		sr_fail(err, 0, "preset \"%s\" is unknown (known: %s)", name ? name : "(null)",
+			list);
 		if (err)
 			err->errnum = EINVAL;
 		return -1;
@@ -1488,7 +1516,8 @@ static cJSON *arg_json(const sr_seccomp_arg *a)
 	int ok = o && cJSON_AddNumberToObject(o, "index", a->index) &&
 		 cJSON_AddItemToObject(o, "value", u64_json(a->value)) &&
 		 cJSON_AddItemToObject(o, "valueTwo", u64_json(a->value_two)) &&
-		 (unsigned)a->op < ARRAY_LEN(op_names) && cJSON_AddStringToObject(o, "op", op_names[a->op]);
+		 (unsigned)a->op < ARRAY_LEN(op_names) &&
+		 cJSON_AddStringToObject(o, "op", op_names[a->op]);
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -1544,7 +1573,8 @@ static int add_limits(cJSON *root, const sr_limits *l)
 	if (!o)
 		return -1;
 	for (size_t i = 0; i < N_LIMITS; i++)
-		if (!cJSON_AddItemToObject(o, lim_specs[i].key, limit_json(&lim_specs[i], limit_get(l, &lim_specs[i]))))
+		if (!cJSON_AddItemToObject(o, lim_specs[i].key,
+					   limit_json(&lim_specs[i], limit_get(l, &lim_specs[i]))))
 			return -1;
 	return 0;
 }
@@ -1632,8 +1662,8 @@ char *sr_policy_to_json(const sr_policy *p)
 	if (p->preset && !cJSON_AddStringToObject(root, "preset", p->preset))
 		goto out;
 	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
-	    add_network(root, p) < 0 || add_env(root, p) < 0 || add_seccomp(root, &p->seccomp) < 0 ||
-	    add_checker(root, p) < 0)
+	    add_network(root, p) < 0 || add_env(root, p) < 0 ||
+	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0)
 		goto out;
 	text = cJSON_Print(root);
 out:

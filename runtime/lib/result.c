@@ -21,7 +21,8 @@ static const char *const status_names[] = {
 
 const char *sr_status_name(sr_status s)
 {
-	return (unsigned)s < sizeof status_names / sizeof *status_names ? status_names[s] : "unknown";
+	return (unsigned)s < sizeof status_names / sizeof *status_names ? status_names[s]
+									: "unknown";
 }
 
 void sr_result_free(sr_result *res)

@@ -37,13 +37,13 @@ extern const unsigned char sr_embedded_runner[];
 
 /* Sandbox uid/gid 0..65535 map to this unprivileged host range, so even
  * the sandbox's own root is nobody on the host. */
-#define SR_HOST_ID_BASE 1879048192u
+#define SR_HOST_ID_BASE  1879048192u
 #define SR_HOST_ID_COUNT 65536u
-#define SR_SANDBOX_UID 1000u
-#define SR_SANDBOX_GID 1000u
-#define SR_PYTHON "/usr/bin/python3"
+#define SR_SANDBOX_UID   1000u
+#define SR_SANDBOX_GID   1000u
+#define SR_PYTHON        "/usr/bin/python3"
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
-#define SR_EXIT_BLOCKED 121
+#define SR_EXIT_BLOCKED   121
 #define SR_BLOCKED_PREFIX "saferun: blocked "
 
 struct child {
@@ -60,8 +60,10 @@ struct child {
 
 /* ---- the child ----------------------------------------------------------- */
 
-static __attribute__((noreturn, format(printf, 3, 4))) void
-child_fail(const struct child *c, int errnum, const char *fmt, ...)
+static void child_fail(const struct child *c, int errnum, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
+static void child_fail(const struct child *c, int errnum, const char *fmt, ...)
 {
 	sr_report r = { .kind = SR_REPORT_FAILED, .errnum = errnum };
 	va_list ap;
@@ -76,7 +78,11 @@ child_fail(const struct child *c, int errnum, const char *fmt, ...)
 static void set_rlimits(const struct child *c)
 {
 	const sr_limits *lim = &c->policy->limits;
-	const struct { int res; rlim_t val; const char *name; } limits[] = {
+	const struct {
+		int res;
+		rlim_t val;
+		const char *name;
+	} limits[] = {
 		{ RLIMIT_CORE, 0, "RLIMIT_CORE" },
 		{ RLIMIT_FSIZE, lim->tmpfs_bytes, "RLIMIT_FSIZE" },
 		{ RLIMIT_NOFILE, lim->open_files, "RLIMIT_NOFILE" },
@@ -202,30 +208,36 @@ static void close_fd(int *fd)
 static int check_request(const sr_run_request *req, sr_error *err)
 {
 	if (geteuid() != 0)
-		return sr_refuse(err, EPERM, "saferun must run as root: it builds namespaces and cgroups "
-			       "(run it with sudo, or use the saferund daemon)");
+		return sr_refuse(err, EPERM,
+				 "saferun must run as root: it builds namespaces and cgroups "
+				 "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
 		return sr_refuse(err, EINVAL, "no policy given");
 	if (!req->code)
 		return sr_refuse(err, EINVAL, "no code given");
 	if (req->code_size > SR_MAX_CODE_BYTES)
 		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
-			       req->code_size, SR_MAX_CODE_BYTES);
+				 req->code_size, SR_MAX_CODE_BYTES);
 	if (memchr(req->code, '\0', req->code_size))
-		return sr_refuse(err, EINVAL, "the code contains a NUL byte; Python source must be text");
+		return sr_refuse(err, EINVAL,
+				 "the code contains a NUL byte; Python source must be text");
 	if (!sr_utf8_valid(req->code, req->code_size))
 		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
 	uint64_t total = req->code_size;
 	for (size_t i = 0; i < req->n_files; i++)
 		total += req->files[i].size;
 	if (total > req->policy->limits.tmpfs_bytes)
-		return sr_refuse(err, EFBIG, "the code and files total %llu bytes, over the writable "
-			       "tmpfs limit of %llu bytes (raise limits.tmpfs)", (unsigned long long)total,
-			       (unsigned long long)req->policy->limits.tmpfs_bytes);
+		return sr_refuse(err, EFBIG,
+				 "the code and files total %llu bytes, over the writable "
+				 "tmpfs limit of %llu bytes (raise limits.tmpfs)",
+				 (unsigned long long)total,
+				 (unsigned long long)req->policy->limits.tmpfs_bytes);
 	char buf[64];
-	if (sr_read_file("/proc/sys/user/max_user_namespaces", buf, sizeof buf) > 0 && atoi(buf) == 0)
-		return sr_refuse(err, EPERM, "user namespaces are disabled on this kernel "
-			       "(sysctl user.max_user_namespaces=10000)");
+	if (sr_read_file("/proc/sys/user/max_user_namespaces", buf, sizeof buf) > 0 &&
+	    atoi(buf) == 0)
+		return sr_refuse(err, EPERM,
+				 "user namespaces are disabled on this kernel "
+				 "(sysctl user.max_user_namespaces=10000)");
 	return 0;
 }
 
@@ -249,11 +261,17 @@ static char *runner_guard(const sr_run_request *req)
 	const sr_policy *p = req->policy;
 	char *s = NULL;
 	size_t len = 0;
-	int bad = append(&s, &len, p->net_mode == SR_NET_NONE ? "net=0\x1e" "dirs=" : "net=1\x1e" "dirs=");
+	int bad = append(&s, &len,
+			 p->net_mode == SR_NET_NONE ? "net=0\x1e"
+						      "dirs="
+						    : "net=1\x1e"
+						      "dirs=");
 	bad |= append(&s, &len, p->workdir);
 	for (size_t i = 0; i < p->n_writable; i++)
 		bad |= append(&s, &len, "\x1f") | append(&s, &len, p->writable[i]);
-	bad |= append(&s, &len, "\x1e" "allow=");
+	bad |= append(&s, &len,
+		      "\x1e"
+		      "allow=");
 	char **lists[] = { p->checker.allow, p->checker.rules_off, (char **)req->allow };
 	size_t counts[] = { p->checker.n_allow, p->checker.n_rules_off, req->n_allow };
 	for (int l = 0; l < 3; l++)
@@ -279,12 +297,20 @@ static int prepare(struct run *r, sr_error *err)
 	if (sr_mounts_find_profile(dir, p->profile, &r->rootfs, err))
 		return -1;
 	sr_fs_spec spec = {
-		.rootfs = r->rootfs, .workdir = p->workdir, .writable = p->writable,
-		.n_writable = p->n_writable, .tmpfs_bytes = p->limits.tmpfs_bytes,
-		.uid = SR_SANDBOX_UID, .gid = SR_SANDBOX_GID, .code = r->req->code,
-		.code_size = r->req->code_size, .files = r->req->files, .n_files = r->req->n_files,
+		.rootfs = r->rootfs,
+		.workdir = p->workdir,
+		.writable = p->writable,
+		.n_writable = p->n_writable,
+		.tmpfs_bytes = p->limits.tmpfs_bytes,
+		.uid = SR_SANDBOX_UID,
+		.gid = SR_SANDBOX_GID,
+		.code = r->req->code,
+		.code_size = r->req->code_size,
+		.files = r->req->files,
+		.n_files = r->req->n_files,
 	};
-	if (sr_mounts_plan(&spec, &r->plan, err) || sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))
+	if (sr_mounts_plan(&spec, &r->plan, err) ||
+	    sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))
 		return -1;
 	r->envp = calloc(p->n_env + 1, sizeof *r->envp);
 	if (!r->envp)
@@ -317,7 +343,8 @@ static int open_stdin(struct run *r, sr_error *err)
 		left -= (size_t)n;
 	}
 	if (lseek(r->in_fd, 0, SEEK_SET) < 0 ||
-	    fcntl(r->in_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+	    fcntl(r->in_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) <
+		0)
 		return sr_fail(err, errno, "seal stdin");
 	return 0;
 }
@@ -327,8 +354,8 @@ static int open_pipes(struct run *r, sr_error *err)
 	if (pipe2(r->sync, O_CLOEXEC) < 0 || pipe2(r->report, O_CLOEXEC) < 0 ||
 	    pipe2(r->out, O_CLOEXEC) < 0 || pipe2(r->err, O_CLOEXEC) < 0)
 		return sr_fail(err, errno, "create pipes");
-	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 ||
-	    fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
+	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
 		return sr_fail(err, errno, "make pipes non-blocking");
 	return open_stdin(r, err);
 }
@@ -345,9 +372,15 @@ static pid_t clone_sandbox(struct run *r, bool into_cgroup)
 	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
 	if (pid == 0) {
 		struct child c = {
-			.plan = &r->plan, .policy = r->p, .filter = &r->filter, .argv = r->argv,
-			.envp = r->envp, .join_fds = r->join_fds, .n_join_fds = r->n_join_fds,
-			.sync_fd = r->sync[0], .report_fd = r->report[1],
+			.plan = &r->plan,
+			.policy = r->p,
+			.filter = &r->filter,
+			.argv = r->argv,
+			.envp = r->envp,
+			.join_fds = r->join_fds,
+			.n_join_fds = r->n_join_fds,
+			.sync_fd = r->sync[0],
+			.report_fd = r->report[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1] },
 		};
 		contain(&c);
@@ -388,9 +421,10 @@ static int start(struct run *r, sr_error *err)
 		r->pid = clone_sandbox(r, false);
 	}
 	if (r->pid < 0)
-		return sr_fail(err, errno, errno == EPERM || errno == ENOSPC
-			       ? "create the sandbox namespaces (are user namespaces allowed?)"
-			       : "create the sandbox namespaces");
+		return sr_fail(err, errno,
+			       errno == EPERM || errno == ENOSPC
+				   ? "create the sandbox namespaces (are user namespaces allowed?)"
+				   : "create the sandbox namespaces");
 	close_fd(&r->sync[0]);
 	close_fd(&r->report[1]);
 	close_fd(&r->out[1]);
@@ -450,34 +484,40 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 	bool failed = !oc->have_exit || res->exit_code != 0;
 	if (oc->timed_out) {
 		res->status = SR_STATUS_TIMEOUT;
-		snprintf(res->message, sizeof res->message, "timeout: the run passed its wall-clock limit of %.3g s",
+		snprintf(res->message, sizeof res->message,
+			 "timeout: the run passed its wall-clock limit of %.3g s",
 			 (double)lim->wall_ms / 1000.0);
 	} else if (oc->output_exceeded) {
 		res->status = SR_STATUS_OUTPUT_LIMIT;
-		snprintf(res->message, sizeof res->message, "output_limit: a stream passed %llu bytes; output truncated",
+		snprintf(res->message, sizeof res->message,
+			 "output_limit: a stream passed %llu bytes; output truncated",
 			 (unsigned long long)lim->output_bytes);
 	} else if (oc->setup_failed) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message, "internal_error: sandbox set-up failed: %s: %s",
-			 oc->setup_what, strerror(oc->setup_errnum));
+		snprintf(res->message, sizeof res->message,
+			 "internal_error: sandbox set-up failed: %s: %s", oc->setup_what,
+			 strerror(oc->setup_errnum));
 	} else if (res->hit_memory && failed) {
 		res->status = SR_STATUS_OOM;
-		snprintf(res->message, sizeof res->message, "oom: the run passed its memory limit of %llu MiB",
+		snprintf(res->message, sizeof res->message,
+			 "oom: the run passed its memory limit of %llu MiB",
 			 (unsigned long long)(lim->memory_bytes >> 20));
 	} else if (res->hit_pids && failed) {
 		res->status = SR_STATUS_PIDS;
-		snprintf(res->message, sizeof res->message, "pids: the run hit its limit of %u processes/threads",
-			 lim->pids);
+		snprintf(res->message, sizeof res->message,
+			 "pids: the run hit its limit of %u processes/threads", lim->pids);
 	} else if (!oc->have_exit || sig) {
 		res->status = SR_STATUS_KILLED;
-		snprintf(res->message, sizeof res->message, "killed: the run was ended by signal %d (%s)%s",
-			 res->signal, strsignal(res->signal),
+		snprintf(res->message, sizeof res->message,
+			 "killed: the run was ended by signal %d (%s)%s", res->signal,
+			 strsignal(res->signal),
 			 res->signal == SIGSYS ? ", a system call the seccomp policy forbids" : "");
 	} else if (res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
 		res->status = SR_STATUS_REJECTED;
 	} else if (res->exit_code != 0) {
 		res->status = SR_STATUS_ERROR;
-		snprintf(res->message, sizeof res->message, "error: the code exited with status %d", res->exit_code);
+		snprintf(res->message, sizeof res->message, "error: the code exited with status %d",
+			 res->exit_code);
 	} else {
 		res->status = SR_STATUS_OK;
 	}
@@ -487,8 +527,11 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
  * removed. */
 static int finish(struct run *r, sr_error *err)
 {
-	sr_watch w = { .pidfd = r->pidfd, .out_fd = r->out[0], .err_fd = r->err[0],
-		       .report_fd = r->report[0], .wall_ms = r->p->limits.wall_ms,
+	sr_watch w = { .pidfd = r->pidfd,
+		       .out_fd = r->out[0],
+		       .err_fd = r->err[0],
+		       .report_fd = r->report[0],
+		       .wall_ms = r->p->limits.wall_ms,
 		       .output_bytes = r->p->limits.output_bytes };
 	sr_outcome oc = { 0 };
 	int rc = sr_supervise(&w, r->res, &oc, err);
@@ -513,7 +556,7 @@ static void cleanup(struct run *r)
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, __WALL | WNOHANG);
 	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1], &r->out[0],
-		       &r->out[1], &r->err[0], &r->err[1], &r->in_fd };
+		       &r->out[1],  &r->err[0],  &r->err[1],    &r->in_fd };
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		close_fd(fds[i]);
 	for (int i = 0; i < r->n_join_fds; i++)
@@ -535,7 +578,8 @@ static void init_result(sr_result *res, const sr_policy *p)
 	if (sr_random_hex(hex, 8) == 0)
 		snprintf(res->id, sizeof res->id, "sr-%s", hex);
 	else
-		snprintf(res->id, sizeof res->id, "sr-%d-%llu", getpid(), (unsigned long long)sr_now_ms());
+		snprintf(res->id, sizeof res->id, "sr-%d-%llu", getpid(),
+			 (unsigned long long)sr_now_ms());
 }
 
 /* The pre-execution checker, before anything is created: a rejected run
@@ -545,14 +589,17 @@ static int vet_code(const sr_run_request *req, sr_result *res)
 	const sr_policy *p = req->policy;
 	if (req->no_check || !p->checker.enabled)
 		return 0;
-	sr_check_request creq = { .code = req->code, .code_size = req->code_size, .policy = p,
-				  .allow = req->allow, .n_allow = req->n_allow };
+	sr_check_request creq = { .code = req->code,
+				  .code_size = req->code_size,
+				  .policy = p,
+				  .allow = req->allow,
+				  .n_allow = req->n_allow };
 	sr_check_result cr;
 	sr_error cerr = { 0 };
 	if (sr_check(&creq, &cr, &cerr) < 0) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message, "internal_error: the code could not be checked: %s",
-			 cerr.msg);
+		snprintf(res->message, sizeof res->message,
+			 "internal_error: the code could not be checked: %s", cerr.msg);
 		return -1;
 	}
 	if (cr.n_findings == 0) {
@@ -561,8 +608,9 @@ static int vet_code(const sr_run_request *req, sr_result *res)
 	}
 	const sr_finding *f = &cr.findings[0];
 	res->status = SR_STATUS_REJECTED;
-	snprintf(res->message, sizeof res->message, "rejected: %zu problem%s found before running; line %u: %s %s",
-		 cr.n_findings, cr.n_findings == 1 ? "" : "s", f->line, f->rule, f->message);
+	snprintf(res->message, sizeof res->message,
+		 "rejected: %zu problem%s found before running; line %u: %s %s", cr.n_findings,
+		 cr.n_findings == 1 ? "" : "s", f->line, f->rule, f->message);
 	res->findings = cr.findings;
 	res->n_findings = cr.n_findings;
 	return -1;
@@ -575,8 +623,15 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 	init_result(res, req->policy);
 	if (vet_code(req, res) < 0)
 		return 0;
-	struct run r = { .req = req, .p = req->policy, .res = res, .pidfd = -1, .in_fd = -1,
-			 .sync = { -1, -1 }, .report = { -1, -1 }, .out = { -1, -1 }, .err = { -1, -1 } };
+	struct run r = { .req = req,
+			 .p = req->policy,
+			 .res = res,
+			 .pidfd = -1,
+			 .in_fd = -1,
+			 .sync = { -1, -1 },
+			 .report = { -1, -1 },
+			 .out = { -1, -1 },
+			 .err = { -1, -1 } };
 	if (prepare(&r, err) || sr_cgroup_create(res->id, &r.p->limits, &r.cg, err) ||
 	    open_pipes(&r, err)) {
 		cleanup(&r);

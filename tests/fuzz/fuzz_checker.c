@@ -19,8 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const dirs[] = { "/work", "/tmp" };
 	static const char *const allow[] = { "open", "SR303" };
 	static sr_check_out out;
-	sr_check_config cfg = { .dirs = dirs, .n_dirs = 2, .network_off = true, .allow = allow,
-				.n_allow = size % 3 };
+	sr_check_config cfg = {
+		.dirs = dirs, .n_dirs = 2, .network_off = true, .allow = allow, .n_allow = size % 3
+	};
 	sr_arena a;
 	sr_arena_init_heap(&a, 64u << 20);
 	int rc = sr_checker_run((const char *)data, size, &cfg, &a, &out);

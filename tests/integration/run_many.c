@@ -23,7 +23,10 @@ static int count_fds(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *code; uint64_t wall_ms; } kinds[] = {
+	static const struct {
+		const char *code;
+		uint64_t wall_ms;
+	} kinds[] = {
 		{ "print('ok')\n", 20000 },
 		{ "raise SystemExit(3)\n", 20000 },
 		{ "while True: pass\n", 200 },
@@ -46,7 +49,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		size_t k = (size_t)i % (sizeof kinds / sizeof *kinds);
 		p->limits.wall_ms = kinds[k].wall_ms;
-		sr_run_request req = { .policy = p, .code = kinds[k].code, .code_size = strlen(kinds[k].code) };
+		sr_run_request req = { .policy = p,
+				       .code = kinds[k].code,
+				       .code_size = strlen(kinds[k].code) };
 		sr_result res;
 		if (sr_run(&req, &res, &err)) {
 			fprintf(stderr, "run %d refused: %s\n", i, err.msg);
@@ -58,8 +63,8 @@ int main(int argc, char **argv)
 		sr_result_free(&res);
 	}
 	int children = waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD ? 0 : 1;
-	printf("{\"fds_before\": %d, \"fds_after\": %d, \"children\": %d, \"statuses\": {", fds_before,
-	       count_fds(), children);
+	printf("{\"fds_before\": %d, \"fds_after\": %d, \"children\": %d, \"statuses\": {",
+	       fds_before, count_fds(), children);
 	for (int s = 0; s <= SR_STATUS_INTERNAL_ERROR; s++)
 		printf("%s\"%s\": %d", s ? ", " : "", sr_status_name((sr_status)s), counts[s]);
 	printf("}}\n");

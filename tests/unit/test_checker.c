@@ -20,7 +20,8 @@
 /* The tokens of src as "TYPE:text" words joined by spaces. */
 static void tokens(const char *src, char *out, size_t cap)
 {
-	static const char *const names[] = { "END", "N", "NUM", "S", "OP", "NL", "IN", "DE", "FS", "FM", "FE" };
+	static const char *const names[] = { "END", "N",  "NUM", "S",  "OP", "NL",
+					     "IN",  "DE", "FS",  "FM", "FE" };
 	sr_arena a;
 	sr_tokens t;
 	sr_tok_error e = { 0 };
@@ -31,8 +32,9 @@ static void tokens(const char *src, char *out, size_t cap)
 		snprintf(out, cap, "error %u:%u %s", e.line, e.col, e.msg);
 	} else {
 		for (uint32_t i = 0; i < t.n && n < cap; i++)
-			n += (size_t)snprintf(out + n, cap - n, "%s%s:%.*s", i ? " " : "", names[t.v[i].type],
-					      (int)t.v[i].text_len, t.v[i].text ? t.v[i].text : "");
+			n += (size_t)snprintf(out + n, cap - n, "%s%s:%.*s", i ? " " : "",
+					      names[t.v[i].type], (int)t.v[i].text_len,
+					      t.v[i].text ? t.v[i].text : "");
 	}
 	sr_arena_free(&a);
 }
@@ -43,18 +45,22 @@ static void test_tokenizer_strings(void)
 	tokens("x = rb'\\x41' + U'\\u00e9' + '''a\nb''' + \"\\x2fetc\"\n", got, sizeof got);
 	CHECK_STR(got, "N:x OP:= S:\\x41 OP:+ S:é OP:+ S:a\nb OP:+ S:/etc NL: END:");
 	tokens("f'a{b!r:>{w}}{{c}}{d[\"k\"]=}'\n", got, sizeof got);
-	CHECK_STR(got, "FS:f' FM:a OP:{ N:b OP:! N:r OP:: FM:> OP:{ N:w OP:} OP:} FM:{c} OP:{ N:d OP:[ "
-		       "S:k OP:] OP:= OP:} FE:' NL: END:");
+	CHECK_STR(got,
+		  "FS:f' FM:a OP:{ N:b OP:! N:r OP:: FM:> OP:{ N:w OP:} OP:} FM:{c} OP:{ N:d OP:[ "
+		  "S:k OP:] OP:= OP:} FE:' NL: END:");
 	tokens("f\"{f'{x}'}\" rf'\\{y}'\n", got, sizeof got);
-	CHECK_STR(got, "FS:f\" OP:{ FS:f' OP:{ N:x OP:} FE:' OP:} FE:\" FS:rf' FM:\\ OP:{ N:y OP:} FE:' NL: END:");
+	CHECK_STR(got, "FS:f\" OP:{ FS:f' OP:{ N:x OP:} FE:' OP:} FE:\" FS:rf' FM:\\ OP:{ N:y OP:} "
+		       "FE:' NL: END:");
 }
 
 static void test_tokenizer_lines(void)
 {
 	char got[2048];
 	tokens("if a:\n    b = (1,\n  2)  # c\n\n    c \\\n  = 3\nd\n", got, sizeof got);
-	CHECK_STR(got, "N:if N:a OP:: NL: IN: N:b OP:= OP:( NUM:1 OP:, NUM:2 OP:) NL: N:c OP:= NUM:3 NL: DE: "
-		       "N:d NL: END:");
+	CHECK_STR(
+	    got,
+	    "N:if N:a OP:: NL: IN: N:b OP:= OP:( NUM:1 OP:, NUM:2 OP:) NL: N:c OP:= NUM:3 NL: DE: "
+	    "N:d NL: END:");
 	tokens("x = 0x1F + 1.5e-3j + 1_000 + .5\n", got, sizeof got);
 	CHECK_STR(got, "N:x OP:= NUM:0x1F OP:+ NUM:1.5e-3j OP:+ NUM:1_000 OP:+ NUM:.5 NL: END:");
 }
@@ -75,7 +81,9 @@ static void test_tokenizer_errors(void)
 	tokens("s = '''abc\n\n", got, sizeof got);
 	CHECK_STR(got, "error 1:5 unterminated triple-quoted string literal (detected at line 3)");
 	tokens("f(1, [2)\n", got, sizeof got);
-	CHECK_STR(got, "error 1:8 closing parenthesis ')' does not match opening parenthesis '[' on line 1");
+	CHECK_STR(
+	    got,
+	    "error 1:8 closing parenthesis ')' does not match opening parenthesis '[' on line 1");
 	tokens("if x:\n        a\n    b\n", got, sizeof got);
 	CHECK_STR(got, "error 3:5 unindent does not match any outer indentation level");
 	tokens("f'{x'\n", got, sizeof got);
@@ -139,8 +147,9 @@ static void test_confined_child(void)
 	CHECK_INT(err.errnum, ETIMEDOUT);
 	CHECK_STR(err.msg, "the checker ran out of time (300 ms) and was killed");
 	CHECK_INT(sr_confine_run(forbidden, NULL, &lim, out, sizeof out, &err), -1);
-	CHECK_STR(err.msg, "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "
-			   "resource limit)");
+	CHECK_STR(err.msg,
+		  "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "
+		  "resource limit)");
 	CHECK_INT(sr_confine_run(exhaust, NULL, &lim, out, sizeof out, &err), 0);
 }
 
@@ -149,7 +158,10 @@ static void test_confined_child(void)
 static int check(const char *code, const sr_policy *p, const char *const *allow, size_t n_allow,
 		 sr_check_result *r, sr_error *err)
 {
-	sr_check_request req = { .code = code, .code_size = strlen(code), .policy = p, .allow = allow,
+	sr_check_request req = { .code = code,
+				 .code_size = strlen(code),
+				 .policy = p,
+				 .allow = allow,
 				 .n_allow = n_allow };
 	return sr_check(&req, r, err);
 }
@@ -164,11 +176,13 @@ static void test_check_confined_matches_in_process(void)
 	CHECK_INT(check(code, NULL, NULL, 0, &b, &err), 0);
 	CHECK_INT(a.n_findings, 2);
 	CHECK_INT(b.n_findings, 2);
-	CHECK(a.n_findings == b.n_findings && !memcmp(a.findings, b.findings, a.n_findings * sizeof *a.findings));
+	CHECK(a.n_findings == b.n_findings &&
+	      !memcmp(a.findings, b.findings, a.n_findings * sizeof *a.findings));
 	CHECK_STR(b.findings[0].rule, "SR101");
 	CHECK_INT(b.findings[1].line, 3);
 	char *json = sr_check_result_to_json(&b);
-	CHECK(json && strstr(json, "\"verdict\":\"rejected\"") && strstr(json, "\"rule\":\"SR401\""));
+	CHECK(json && strstr(json, "\"verdict\":\"rejected\"") &&
+	      strstr(json, "\"rule\":\"SR401\""));
 	free(json);
 	sr_check_result_free(&a);
 	sr_check_result_free(&b);
@@ -192,8 +206,9 @@ static void test_check_bad_input_and_limits(void)
 	big[n] = '\0';
 	CHECK_INT(check(big, p, NULL, 0, &r, &err), -1);
 	CHECK_INT(err.errnum, ENOMEM);
-	CHECK_STR(err.msg, "the code is too large or complex to check within the checker's memory limit "
-			   "(raise checker.memory in the policy)");
+	CHECK_STR(err.msg,
+		  "the code is too large or complex to check within the checker's memory limit "
+		  "(raise checker.memory in the policy)");
 	free(big);
 	sr_policy_free(p);
 }
@@ -204,7 +219,9 @@ static void test_star_import_without_module(void)
 {
 	sr_check_result r;
 	sr_error err = { 0 };
-	sr_check_request req = { .code = "from import *\nsystem('x')\n", .code_size = 26, .in_process = true };
+	sr_check_request req = { .code = "from import *\nsystem('x')\n",
+				 .code_size = 26,
+				 .in_process = true };
 	CHECK_INT(sr_check(&req, &r, &err), 0);
 	CHECK_INT(r.n_findings, 0);
 	sr_check_result_free(&r);
@@ -213,9 +230,11 @@ static void test_star_import_without_module(void)
 static void test_allow_list(void)
 {
 	/* AgentRun's ignore_unsafe_functions names are accepted unchanged. */
-	static const char *const agentrun[] = { "exec", "eval", "compile", "open", "input", "__import__",
-						"getattr", "setattr", "delattr", "hasattr", "globals", "locals",
-						"vars", "dir", "os", "sys", "subprocess", "builtins" };
+	static const char *const agentrun[] = { "exec",       "eval",       "compile", "open",
+						"input",      "__import__", "getattr", "setattr",
+						"delattr",    "hasattr",    "globals", "locals",
+						"vars",       "dir",        "os",      "sys",
+						"subprocess", "builtins" };
 	const char *code = "import os\neval('1')\nos.system('id')\nopen('/etc/passwd')\n";
 	sr_check_result r;
 	sr_error err = { 0 };
@@ -260,7 +279,8 @@ static void test_policy_section(void)
 	CHECK_INT(p->checker.memory_bytes, 64u << 20);
 	char *text = sr_policy_to_json(p);
 	CHECK_INT(sr_policy_load_json(text, strlen(text), "round", &q, &err), 0);
-	CHECK(q && q->checker.n_rules_off == 2 && q->checker.timeout_ms == 500 && !q->checker.enabled);
+	CHECK(q && q->checker.n_rules_off == 2 && q->checker.timeout_ms == 500 &&
+	      !q->checker.enabled);
 	free(text);
 	sr_policy_free(q);
 	/* rules switched off are not reported */
@@ -273,19 +293,24 @@ static void test_policy_section(void)
 	CHECK(p->checker.enabled && p->checker.timeout_ms == 2000 && p->checker.n_allow == 0);
 	sr_policy_free(p);
 
-	expect_policy_error("{\"checker\": {\"enable\": true}}",
-			    "t.json: policy.checker.enable: unknown key (known: enabled, allow, rules, timeout, "
-			    "memory, comment)");
-	expect_policy_error("{\"checker\": {\"rules\": {\"SR999\": false}}}",
-			    "t.json: policy.checker.rules.SR999: unknown rule (known: SR001, SR002, SR101, SR102, "
-			    "SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401, or their names)");
+	expect_policy_error(
+	    "{\"checker\": {\"enable\": true}}",
+	    "t.json: policy.checker.enable: unknown key (known: enabled, allow, rules, timeout, "
+	    "memory, comment)");
+	expect_policy_error(
+	    "{\"checker\": {\"rules\": {\"SR999\": false}}}",
+	    "t.json: policy.checker.rules.SR999: unknown rule (known: SR001, SR002, SR101, SR102, "
+	    "SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401, or their "
+	    "names)");
 	expect_policy_error("{\"checker\": {\"rules\": {\"eval\": 0}}}",
 			    "t.json: policy.checker.rules.eval: expected true or false, got 0");
-	expect_policy_error("{\"checker\": {\"allow\": [\"SR777\"]}}",
-			    "t.json: policy.checker.allow[0]: \"SR777\" is not a rule (known: SR001, SR002, SR101, "
-			    "SR102, SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401)");
+	expect_policy_error(
+	    "{\"checker\": {\"allow\": [\"SR777\"]}}",
+	    "t.json: policy.checker.allow[0]: \"SR777\" is not a rule (known: SR001, SR002, SR101, "
+	    "SR102, SR103, SR104, SR105, SR106, SR201, SR202, SR301, SR302, SR303, SR401)");
 	expect_policy_error("{\"checker\": {\"allow\": [\"rm -rf\"]}}",
-			    "t.json: policy.checker.allow[0]: \"rm -rf\" is not a rule id, rule name or Python name "
+			    "t.json: policy.checker.allow[0]: \"rm -rf\" is not a rule id, rule "
+			    "name or Python name "
 			    "(e.g. SR201, eval, os.system)");
 	expect_policy_error("{\"checker\": {\"enabled\": \"yes\"}}",
 			    "t.json: policy.checker.enabled: expected true or false, got \"yes\"");

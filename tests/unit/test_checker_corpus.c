@@ -71,8 +71,8 @@ static void show(const struct snippet *s, const sr_check_result *r)
 {
 	fprintf(stderr, "  %s (want %s):\n", s->name, s->expect[0] ? s->expect : "clean");
 	for (size_t i = 0; i < r->n_findings; i++)
-		fprintf(stderr, "    %s@%u:%u %s\n", r->findings[i].rule, r->findings[i].line, r->findings[i].col,
-			r->findings[i].message);
+		fprintf(stderr, "    %s@%u:%u %s\n", r->findings[i].rule, r->findings[i].line,
+			r->findings[i].col, r->findings[i].message);
 }
 
 /* Returns 1 when the snippet's verdict and lines are as listed. */
@@ -125,11 +125,12 @@ static void corpus(const char *file, int unsafe)
 		misses += !strcmp(snippets[i].expect, "MISS");
 	}
 	if (unsafe)
-		printf("%s: %zu unsafe snippets, %zu rejected: detection rate %.1f%% (%zu known evasions)\n",
+		printf("%s: %zu unsafe snippets, %zu rejected: detection rate %.1f%% (%zu known "
+		       "evasions)\n",
 		       file, n, rejected, 100.0 * (double)rejected / (double)n, misses);
 	else
-		printf("%s: %zu safe snippets, %zu rejected: false-positive rate %.1f%%\n", file, n, rejected,
-		       100.0 * (double)rejected / (double)n);
+		printf("%s: %zu safe snippets, %zu rejected: false-positive rate %.1f%%\n", file, n,
+		       rejected, 100.0 * (double)rejected / (double)n);
 	CHECK(n >= 100);
 	free(text);
 }

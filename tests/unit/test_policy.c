@@ -16,7 +16,7 @@
 
 static sr_policy *load(const char *json)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	if (sr_policy_load_json(json, strlen(json), "t.json", &p, &err) < 0) {
@@ -29,7 +29,7 @@ static sr_policy *load(const char *json)
 /* The document is refused with exactly this message, and nothing leaks. */
 static void expect_error(const char *json, const char *want)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = (sr_policy *)&err;
 	int rc = sr_policy_load_json(json, strlen(json), "t.json", &p, &err);
 
@@ -43,7 +43,7 @@ static void expect_error(const char *json, const char *want)
 /* As expect_error, for messages whose tail is libseccomp's or strerror's. */
 static void expect_error_prefix(const char *json, const char *want)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 	int rc = sr_policy_load_json(json, strlen(json), "t.json", &p, &err);
 
@@ -66,7 +66,7 @@ static int has_env(const sr_policy *p, const char *kv)
 
 static void test_default_policy_has_the_documented_values(void)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	CHECK_INT(sr_policy_default(&p, &err), 0);
@@ -102,7 +102,7 @@ static void test_default_policy_has_the_documented_values(void)
 
 static void test_empty_document_is_the_default(void)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *d = NULL, *p = load("{}");
 
 	CHECK_INT(sr_policy_default(&d, &err), 0);
@@ -124,12 +124,12 @@ static void test_presets(void)
 		const char *name;
 		sr_limits l;
 	} want[] = {
-		{"tiny", {5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256}},
-		{"small", {10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256}},
-		{"medium", {20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256}},
-		{"large", {60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256}},
+		{ "tiny", { 5000, 250, 128 * MIB, 0, 16, 16 * MIB, 64 * KIB, 256 } },
+		{ "small", { 10000, 500, 256 * MIB, 0, 32, 32 * MIB, 256 * KIB, 256 } },
+		{ "medium", { 20000, 1000, 512 * MIB, 0, 64, 64 * MIB, MIB, 256 } },
+		{ "large", { 60000, 2000, 2 * GIB, 0, 256, 512 * MIB, 10 * MIB, 256 } },
 	};
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	CHECK_INT(sr_policy_default(&p, &err), 0);
@@ -168,9 +168,10 @@ static void test_preset_then_limits_whatever_the_key_order(void)
 
 static void test_overrides_keep_other_defaults(void)
 {
-	sr_policy *p = load("{\"comment\": \"hi\", \"limits\": {\"wall_time\": 0.5, \"cpus\": 0.5, "
-			    "\"memory\": 1073741824, \"swap\": \"1.5G\", \"pids\": 10, \"tmpfs\": \"1MiB\", "
-			    "\"output\": \"1K\", \"open_files\": 16, \"comment\": \"x\"}}");
+	sr_policy *p =
+	    load("{\"comment\": \"hi\", \"limits\": {\"wall_time\": 0.5, \"cpus\": 0.5, "
+		 "\"memory\": 1073741824, \"swap\": \"1.5G\", \"pids\": 10, \"tmpfs\": \"1MiB\", "
+		 "\"output\": \"1K\", \"open_files\": 16, \"comment\": \"x\"}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -187,9 +188,10 @@ static void test_overrides_keep_other_defaults(void)
 	CHECK(p->seccomp.n_rules > 10);
 	sr_policy_free(p);
 
-	p = load("{\"limits\": {\"wall_time\": \"2m\"}, \"filesystem\": {\"profile\": \"datascience\", "
-		 "\"workdir\": \"/home/user\", \"writable\": [\"/home/user\", \"/tmp\"]}, "
-		 "\"network\": {\"mode\": \"none\"}}");
+	p = load(
+	    "{\"limits\": {\"wall_time\": \"2m\"}, \"filesystem\": {\"profile\": \"datascience\", "
+	    "\"workdir\": \"/home/user\", \"writable\": [\"/home/user\", \"/tmp\"]}, "
+	    "\"network\": {\"mode\": \"none\"}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -203,9 +205,10 @@ static void test_overrides_keep_other_defaults(void)
 
 static void test_environment_and_seccomp_replace_whole_sections(void)
 {
-	sr_policy *p = load("{\"environment\": {\"A\": \"1\", \"B\": \"x=y\"}, \"seccomp\": "
-			    "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"mount\"], "
-			    "\"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"no mounts\"}]}}");
+	sr_policy *p =
+	    load("{\"environment\": {\"A\": \"1\", \"B\": \"x=y\"}, \"seccomp\": "
+		 "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"mount\"], "
+		 "\"action\": \"SCMP_ACT_ERRNO\", \"comment\": \"no mounts\"}]}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -219,9 +222,11 @@ static void test_environment_and_seccomp_replace_whole_sections(void)
 	CHECK_INT(p->seccomp.rules[0].action.errno_ret, EPERM); /* errnoRet omitted */
 	sr_policy_free(p);
 
-	p = load("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL\", \"syscalls\": [{\"names\": "
-		 "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, \"value\": "
-		 "\"0xffffffff00000000\", \"valueTwo\": 4294967296, \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}}");
+	p = load(
+	    "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL\", \"syscalls\": [{\"names\": "
+	    "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, \"value\": "
+	    "\"0xffffffff00000000\", \"valueTwo\": 4294967296, \"op\": "
+	    "\"SCMP_CMP_MASKED_EQ\"}]}]}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -235,8 +240,9 @@ static void test_environment_and_seccomp_replace_whole_sections(void)
 
 static void test_limit_errors(void)
 {
-	expect_error("{\"limits\": {\"memory\": \"512X\"}}",
-		     "t.json: policy.limits.memory: \"512X\" is not a size (use 512M, 1G, or bytes)");
+	expect_error(
+	    "{\"limits\": {\"memory\": \"512X\"}}",
+	    "t.json: policy.limits.memory: \"512X\" is not a size (use 512M, 1G, or bytes)");
 	expect_error("{\"limits\": {\"memory\": 4096}}",
 		     "t.json: policy.limits.memory: 4096 is too small (at least 16M)");
 	expect_error("{\"limits\": {\"memory\": \"2T\"}}",
@@ -247,17 +253,22 @@ static void test_limit_errors(void)
 		     "t.json: policy.limits.memory: 1.5 is not a size (use 512M, 1G, or bytes)");
 	expect_error("{\"limits\": {\"swap\": true}}",
 		     "t.json: policy.limits.swap: true is not a size (use 512M, 1G, or bytes)");
-	expect_error("{\"limits\": {\"foo\": 1}}",
-		     "t.json: policy.limits.foo: unknown key (known: wall_time, cpus, memory, swap, pids, "
-		     "tmpfs, output, open_files, comment)");
-	expect_error("{\"limits\": {\"pids\": 0}}", "t.json: policy.limits.pids: 0 is too small (at least 1)");
+	expect_error(
+	    "{\"limits\": {\"foo\": 1}}",
+	    "t.json: policy.limits.foo: unknown key (known: wall_time, cpus, memory, swap, pids, "
+	    "tmpfs, output, open_files, comment)");
+	expect_error("{\"limits\": {\"pids\": 0}}",
+		     "t.json: policy.limits.pids: 0 is too small (at least 1)");
 	expect_error("{\"limits\": {\"pids\": 1000001}}",
 		     "t.json: policy.limits.pids: 1000001 is too large (at most 1000000)");
-	expect_error("{\"limits\": {\"pids\": 64.5}}", "t.json: policy.limits.pids: 64.5 is not a whole number");
-	expect_error("{\"limits\": {\"pids\": \"64\"}}", "t.json: policy.limits.pids: \"64\" is not a whole number");
+	expect_error("{\"limits\": {\"pids\": 64.5}}",
+		     "t.json: policy.limits.pids: 64.5 is not a whole number");
+	expect_error("{\"limits\": {\"pids\": \"64\"}}",
+		     "t.json: policy.limits.pids: \"64\" is not a whole number");
 	expect_error("{\"limits\": {\"tmpfs\": \"512K\"}}",
 		     "t.json: policy.limits.tmpfs: \"512K\" is too small (at least 1M)");
-	expect_error("{\"limits\": {\"output\": 512}}", "t.json: policy.limits.output: 512 is too small (at least 1K)");
+	expect_error("{\"limits\": {\"output\": 512}}",
+		     "t.json: policy.limits.output: 512 is too small (at least 1K)");
 	expect_error("{\"limits\": {\"output\": \"2G\"}}",
 		     "t.json: policy.limits.output: \"2G\" is too large (at most 1G)");
 	expect_error("{\"limits\": {\"wall_time\": \"5ms\"}}",
@@ -267,24 +278,31 @@ static void test_limit_errors(void)
 	expect_error("{\"limits\": {\"wall_time\": 1e300}}",
 		     "t.json: policy.limits.wall_time: 1e+300 is too large (at most 24h)");
 	expect_error("{\"limits\": {\"wall_time\": \"20x\"}}",
-		     "t.json: policy.limits.wall_time: \"20x\" is not a duration (use 20, 20s, 500ms or 2m)");
-	expect_error("{\"limits\": {\"wall_time\": null}}",
-		     "t.json: policy.limits.wall_time: null is not a duration (use 20, 20s, 500ms or 2m)");
+		     "t.json: policy.limits.wall_time: \"20x\" is not a duration (use 20, 20s, "
+		     "500ms or 2m)");
+	expect_error(
+	    "{\"limits\": {\"wall_time\": null}}",
+	    "t.json: policy.limits.wall_time: null is not a duration (use 20, 20s, 500ms or 2m)");
 	expect_error("{\"limits\": {\"open_files\": 15}}",
 		     "t.json: policy.limits.open_files: 15 is too small (at least 16)");
 	expect_error("{\"limits\": {\"open_files\": 2000000}}",
 		     "t.json: policy.limits.open_files: 2000000 is too large (at most 1048576)");
-	expect_error("{\"limits\": {\"cpus\": 0}}", "t.json: policy.limits.cpus: 0 is too small (at least 0.01)");
-	expect_error("{\"limits\": {\"cpus\": -1}}", "t.json: policy.limits.cpus: -1 is too small (at least 0.01)");
+	expect_error("{\"limits\": {\"cpus\": 0}}",
+		     "t.json: policy.limits.cpus: 0 is too small (at least 0.01)");
+	expect_error("{\"limits\": {\"cpus\": -1}}",
+		     "t.json: policy.limits.cpus: -1 is too small (at least 0.01)");
 	expect_error("{\"limits\": {\"cpus\": 2000}}",
 		     "t.json: policy.limits.cpus: 2000 is too large (at most 1024)");
 	expect_error("{\"limits\": {\"cpus\": \"1\"}}",
 		     "t.json: policy.limits.cpus: \"1\" is not a number of CPUs (use 1 or 0.5)");
-	expect_error("{\"limits\": {\"pids\": 1, \"pids\": 2}}", "t.json: policy.limits.pids: appears twice");
-	expect_error("{\"limits\": [1]}", "t.json: policy.limits: expected an object, got an array");
+	expect_error("{\"limits\": {\"pids\": 1, \"pids\": 2}}",
+		     "t.json: policy.limits.pids: appears twice");
+	expect_error("{\"limits\": [1]}",
+		     "t.json: policy.limits: expected an object, got an array");
 	expect_error("{\"limits\": []}", "t.json: policy.limits: expected an object, got []");
-	expect_error("{\"preset\": \"huge\"}",
-		     "t.json: policy.preset: \"huge\" is not a preset (known: tiny, small, medium, large)");
+	expect_error(
+	    "{\"preset\": \"huge\"}",
+	    "t.json: policy.preset: \"huge\" is not a preset (known: tiny, small, medium, large)");
 	expect_error("{\"preset\": 1}", "t.json: policy.preset: expected a string, got 1");
 }
 
@@ -294,21 +312,24 @@ static void test_document_errors(void)
 	expect_error("{\"foo\": 1}",
 		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
 		     "environment, seccomp, checker, comment)");
-	expect_error("{\"Limits\": {}}",
-		     "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, checker, comment)");
+	expect_error(
+	    "{\"Limits\": {}}",
+	    "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
+	    "environment, seccomp, checker, comment)");
 	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
 	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
 		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");
 	expect_error("", "t.json: policy: malformed JSON at line 1, column 1 (byte 0)");
-	expect_error("{} x", "t.json: policy: unexpected text after the JSON document at line 1, column 4 (byte 3)");
+	expect_error(
+	    "{} x",
+	    "t.json: policy: unexpected text after the JSON document at line 1, column 4 (byte 3)");
 	expect_error("{\"network\": {\"mode\": \"host\"}}",
 		     "t.json: policy.network.mode: \"host\" is not a network mode (known: none)");
 	expect_error("{\"network\": {\"egress\": []}}",
 		     "t.json: policy.network.egress: unknown key (known: mode, comment)");
 
 	/* no origin: the path alone */
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 	CHECK_INT(sr_policy_load_json("{\"limits\": 1}", 13, NULL, &p, &err), -1);
 	CHECK_STR(err.msg, "policy.limits: expected an object, got 1");
@@ -320,44 +341,58 @@ static void test_filesystem_errors(void)
 	expect_error("{\"filesystem\": {\"writable\": [\"tmp\"]}}",
 		     "t.json: policy.filesystem.writable[0]: \"tmp\" must be an absolute path");
 	expect_error("{\"filesystem\": {\"writable\": [\"/work\", \"/work/../etc\"]}}",
-		     "t.json: policy.filesystem.writable[1]: \"/work/../etc\" must not contain . or .. components");
-	expect_error("{\"filesystem\": {\"workdir\": \"/work/.\"}}",
-		     "t.json: policy.filesystem.workdir: \"/work/.\" must not contain . or .. components");
-	expect_error("{\"filesystem\": {\"writable\": [\"/work//x\"]}}",
-		     "t.json: policy.filesystem.writable[0]: \"/work//x\" must not contain empty components "
-		     "(// or a trailing /)");
-	expect_error("{\"filesystem\": {\"writable\": [\"/tmp/\"]}}",
-		     "t.json: policy.filesystem.writable[0]: \"/tmp/\" must not contain empty components "
-		     "(// or a trailing /)");
+		     "t.json: policy.filesystem.writable[1]: \"/work/../etc\" must not contain . "
+		     "or .. components");
+	expect_error(
+	    "{\"filesystem\": {\"workdir\": \"/work/.\"}}",
+	    "t.json: policy.filesystem.workdir: \"/work/.\" must not contain . or .. components");
+	expect_error(
+	    "{\"filesystem\": {\"writable\": [\"/work//x\"]}}",
+	    "t.json: policy.filesystem.writable[0]: \"/work//x\" must not contain empty components "
+	    "(// or a trailing /)");
+	expect_error(
+	    "{\"filesystem\": {\"writable\": [\"/tmp/\"]}}",
+	    "t.json: policy.filesystem.writable[0]: \"/tmp/\" must not contain empty components "
+	    "(// or a trailing /)");
 	expect_error("{\"filesystem\": {\"writable\": [\"/\"]}}",
-		     "t.json: policy.filesystem.writable[0]: \"/\" cannot be writable (the root stays read-only)");
+		     "t.json: policy.filesystem.writable[0]: \"/\" cannot be writable (the root "
+		     "stays read-only)");
 	expect_error("{\"filesystem\": {\"writable\": [\"/work\", \"/work\"]}}",
 		     "t.json: policy.filesystem.writable[1]: \"/work\" is listed twice");
-	expect_error("{\"filesystem\": {\"writable\": [\"/a\\nb\"]}}",
-		     "t.json: policy.filesystem.writable[0]: \"/a\\nb\" contains a control character");
+	expect_error(
+	    "{\"filesystem\": {\"writable\": [\"/a\\nb\"]}}",
+	    "t.json: policy.filesystem.writable[0]: \"/a\\nb\" contains a control character");
 	expect_error("{\"filesystem\": {\"writable\": \"/tmp\"}}",
-		     "t.json: policy.filesystem.writable: expected an array of absolute paths, got \"/tmp\"");
-	expect_error("{\"filesystem\": {\"writable\": [\"/tmp\"]}}",
-		     "t.json: policy.filesystem.workdir: \"/work\" is not among policy.filesystem.writable "
-		     "(add it there)");
-	expect_error("{\"filesystem\": {\"workdir\": \"/home\"}}",
-		     "t.json: policy.filesystem.workdir: \"/home\" is not among policy.filesystem.writable "
-		     "(add it there)");
-	expect_error("{\"filesystem\": {\"profile\": \"Host\"}}",
-		     "t.json: policy.filesystem.profile: \"Host\" is not a profile name (use 1 to 64 of "
-		     "[a-z0-9_-], e.g. host, minimal, datascience)");
-	expect_error("{\"filesystem\": {\"profile\": \"../x\"}}",
-		     "t.json: policy.filesystem.profile: \"../x\" is not a profile name (use 1 to 64 of "
-		     "[a-z0-9_-], e.g. host, minimal, datascience)");
+		     "t.json: policy.filesystem.writable: expected an array of absolute paths, got "
+		     "\"/tmp\"");
+	expect_error(
+	    "{\"filesystem\": {\"writable\": [\"/tmp\"]}}",
+	    "t.json: policy.filesystem.workdir: \"/work\" is not among policy.filesystem.writable "
+	    "(add it there)");
+	expect_error(
+	    "{\"filesystem\": {\"workdir\": \"/home\"}}",
+	    "t.json: policy.filesystem.workdir: \"/home\" is not among policy.filesystem.writable "
+	    "(add it there)");
+	expect_error(
+	    "{\"filesystem\": {\"profile\": \"Host\"}}",
+	    "t.json: policy.filesystem.profile: \"Host\" is not a profile name (use 1 to 64 of "
+	    "[a-z0-9_-], e.g. host, minimal, datascience)");
+	expect_error(
+	    "{\"filesystem\": {\"profile\": \"../x\"}}",
+	    "t.json: policy.filesystem.profile: \"../x\" is not a profile name (use 1 to 64 of "
+	    "[a-z0-9_-], e.g. host, minimal, datascience)");
 }
 
 static void test_environment_errors(void)
 {
 	expect_error("{\"environment\": {\"A=B\": \"1\"}}",
-		     "t.json: policy.environment: \"A=B\" is not a variable name (it must be non-empty, without =)");
+		     "t.json: policy.environment: \"A=B\" is not a variable name (it must be "
+		     "non-empty, without =)");
 	expect_error("{\"environment\": {\"\": \"1\"}}",
-		     "t.json: policy.environment: \"\" is not a variable name (it must be non-empty, without =)");
-	expect_error("{\"environment\": {\"A\": 1}}", "t.json: policy.environment.A: expected a string, got 1");
+		     "t.json: policy.environment: \"\" is not a variable name (it must be "
+		     "non-empty, without =)");
+	expect_error("{\"environment\": {\"A\": 1}}",
+		     "t.json: policy.environment.A: expected a string, got 1");
 	expect_error("{\"environment\": {\"A\": \"1\", \"A\": \"2\"}}",
 		     "t.json: policy.environment.A: appears twice");
 	expect_error("{\"environment\": [\"A=1\"]}",
@@ -368,79 +403,130 @@ static void test_seccomp_errors(void)
 {
 #define RULE(r) "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [" r "]}}"
 	expect_error(RULE("{\"names\": [\"read\", \"fooz\"], \"action\": \"SCMP_ACT_ALLOW\"}"),
-		     "t.json: policy.seccomp.syscalls[0].names[1]: \"fooz\" is not a syscall libseccomp knows");
+		     "t.json: policy.seccomp.syscalls[0].names[1]: \"fooz\" is not a syscall "
+		     "libseccomp knows");
 	expect_error(RULE("{\"names\": [], \"action\": \"SCMP_ACT_ALLOW\"}"),
-		     "t.json: policy.seccomp.syscalls[0].names: expected a non-empty array of syscall names, got []");
-	expect_error(RULE("{\"action\": \"SCMP_ACT_ALLOW\"}"), "t.json: policy.seccomp.syscalls[0]: missing \"names\"");
-	expect_error(RULE("{\"names\": [\"read\"]}"), "t.json: policy.seccomp.syscalls[0]: missing \"action\"");
+		     "t.json: policy.seccomp.syscalls[0].names: expected a non-empty array of "
+		     "syscall names, got []");
+	expect_error(RULE("{\"action\": \"SCMP_ACT_ALLOW\"}"),
+		     "t.json: policy.seccomp.syscalls[0]: missing \"names\"");
+	expect_error(RULE("{\"names\": [\"read\"]}"),
+		     "t.json: policy.seccomp.syscalls[0]: missing \"action\"");
 	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_NOTIFY\"}"),
-		     "t.json: policy.seccomp.syscalls[0].action: \"SCMP_ACT_NOTIFY\" is not an action (known: "
-		     "SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_KILL_THREAD, SCMP_ACT_KILL, "
+		     "t.json: policy.seccomp.syscalls[0].action: \"SCMP_ACT_NOTIFY\" is not an "
+		     "action (known: "
+		     "SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_KILL_THREAD, "
+		     "SCMP_ACT_KILL, "
 		     "SCMP_ACT_TRAP, SCMP_ACT_LOG)");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"errnoRet\": 1}"),
-		     "t.json: policy.seccomp.syscalls[0].errnoRet: only applies to SCMP_ACT_ERRNO");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 5000}"),
-		     "t.json: policy.seccomp.syscalls[0].errnoRet: 5000 is not a whole number from 0 to 4095");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 6, "
-			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0].index: 6 is not a whole number from 0 to 5");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": 1, \"op\": \"SCMP_CMP_FOO\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0].op: \"SCMP_CMP_FOO\" is not an operator (known: "
-		     "SCMP_CMP_NE, SCMP_CMP_LT, SCMP_CMP_LE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_GT, SCMP_CMP_MASKED_EQ)");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": -1, \"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0].value: -1 is not a whole number from 0 to "
-		     "18446744073709551615");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": \"12abc\", \"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0].value: \"12abc\" is not an unsigned 64-bit number "
-		     "(use 123 or \"0x7b\")");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0]: missing \"value\"");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 0, \"value\": 2, \"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[1].index: argument 0 is already compared in this rule "
-		     "(libseccomp takes one comparison per argument: split the rule)");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 1, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, "
-			  "{\"index\": 2, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 3, \"value\": 0, \"op\": "
-			  "\"SCMP_CMP_EQ\"}, {\"index\": 4, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 5, "
-			  "\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 5, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args: 7 comparisons, at most 6");
-	expect_error(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-			  "\"value\": 1, \"op\": \"SCMP_CMP_EQ\", \"valuetwo\": 1}]}"),
-		     "t.json: policy.seccomp.syscalls[0].args[0].valuetwo: unknown key (known: index, value, "
-		     "valueTwo, op, comment)");
-	expect_error("{\"seccomp\": {\"syscalls\": []}}", "t.json: policy.seccomp: missing \"defaultAction\"");
-	expect_error("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"defaultErrnoRet\": 1}}",
-		     "t.json: policy.seccomp.defaultErrnoRet: only applies to SCMP_ACT_ERRNO");
-	expect_error("{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"architectures\": []}}",
-		     "t.json: policy.seccomp.architectures: unknown key (known: defaultAction, defaultErrnoRet, "
-		     "syscalls, comment)");
+	expect_error(
+	    RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"errnoRet\": 1}"),
+	    "t.json: policy.seccomp.syscalls[0].errnoRet: only applies to SCMP_ACT_ERRNO");
+	expect_error(
+	    RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 5000}"),
+	    "t.json: policy.seccomp.syscalls[0].errnoRet: 5000 is not a whole number from 0 to "
+	    "4095");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 6, "
+		"\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0].index: 6 is not a whole number from 0 to "
+	    "5");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": 1, \"op\": \"SCMP_CMP_FOO\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0].op: \"SCMP_CMP_FOO\" is not an operator "
+	    "(known: "
+	    "SCMP_CMP_NE, SCMP_CMP_LT, SCMP_CMP_LE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_GT, "
+	    "SCMP_CMP_MASKED_EQ)");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": -1, \"op\": \"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0].value: -1 is not a whole number from 0 to "
+	    "18446744073709551615");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": \"12abc\", \"op\": \"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0].value: \"12abc\" is not an unsigned 64-bit "
+	    "number "
+	    "(use 123 or \"0x7b\")");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"op\": \"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0]: missing \"value\"");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 0, \"value\": 2, \"op\": "
+		"\"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[1].index: argument 0 is already compared in "
+	    "this rule "
+	    "(libseccomp takes one comparison per argument: split the rule)");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 1, \"value\": 0, \"op\": "
+		"\"SCMP_CMP_EQ\"}, "
+		"{\"index\": 2, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 3, \"value\": "
+		"0, \"op\": "
+		"\"SCMP_CMP_EQ\"}, {\"index\": 4, \"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, "
+		"{\"index\": 5, "
+		"\"value\": 0, \"op\": \"SCMP_CMP_EQ\"}, {\"index\": 5, \"value\": 0, \"op\": "
+		"\"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args: 7 comparisons, at most 6");
+	expect_error(
+	    RULE(
+		"{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
+		"\"value\": 1, \"op\": \"SCMP_CMP_EQ\", \"valuetwo\": 1}]}"),
+	    "t.json: policy.seccomp.syscalls[0].args[0].valuetwo: unknown key (known: index, "
+	    "value, "
+	    "valueTwo, op, comment)");
+	expect_error("{\"seccomp\": {\"syscalls\": []}}",
+		     "t.json: policy.seccomp: missing \"defaultAction\"");
+	expect_error(
+	    "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"defaultErrnoRet\": 1}}",
+	    "t.json: policy.seccomp.defaultErrnoRet: only applies to SCMP_ACT_ERRNO");
+	expect_error(
+	    "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"architectures\": []}}",
+	    "t.json: policy.seccomp.architectures: unknown key (known: defaultAction, "
+	    "defaultErrnoRet, "
+	    "syscalls, comment)");
 }
 
 /* Rule sets libseccomp would silently compile into something else. */
 static void test_seccomp_conflicts(void)
 {
-	expect_error(RULE("{\"names\": [\"read\", \"write\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
-			  "{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1}"),
-		     "t.json: policy.seccomp.syscalls[1].names[0]: \"write\" already has a rule with a different "
-		     "action (syscalls[0])");
-	expect_error(RULE("{\"names\": [\"ioctl\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1, \"args\": "
-			  "[{\"index\": 1, \"value\": 21522, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": [\"ioctl\"], "
-			  "\"action\": \"SCMP_ACT_ALLOW\"}"),
-		     "t.json: policy.seccomp.syscalls[1].names[0]: \"ioctl\" has a rule with args and one without "
-		     "(syscalls[0]); libseccomp would ignore the args: give every rule for it args");
-	expect_error_prefix(RULE("{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 0, "
-				 "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": [\"write\"], \"action\": "
-				 "\"SCMP_ACT_KILL_PROCESS\", \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}"),
-			    "t.json: policy.seccomp.syscalls[1]: libseccomp refused the rule for \"write\" (another "
-			    "rule has the same conditions and a different action)");
+	expect_error(
+	    RULE("{\"names\": [\"read\", \"write\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
+		 "{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1}"),
+	    "t.json: policy.seccomp.syscalls[1].names[0]: \"write\" already has a rule with a "
+	    "different "
+	    "action (syscalls[0])");
+	expect_error(
+	    RULE("{\"names\": [\"ioctl\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1, "
+		 "\"args\": "
+		 "[{\"index\": 1, \"value\": 21522, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": "
+		 "[\"ioctl\"], "
+		 "\"action\": \"SCMP_ACT_ALLOW\"}"),
+	    "t.json: policy.seccomp.syscalls[1].names[0]: \"ioctl\" has a rule with args and one "
+	    "without "
+	    "(syscalls[0]); libseccomp would ignore the args: give every rule for it args");
+	expect_error_prefix(
+	    RULE("{\"names\": [\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": "
+		 "0, "
+		 "\"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}, {\"names\": [\"write\"], \"action\": "
+		 "\"SCMP_ACT_KILL_PROCESS\", \"args\": [{\"index\": 0, \"value\": 1, \"op\": "
+		 "\"SCMP_CMP_EQ\"}]}"),
+	    "t.json: policy.seccomp.syscalls[1]: libseccomp refused the rule for \"write\" "
+	    "(another "
+	    "rule has the same conditions and a different action)");
 	/* the same action twice is harmless */
-	sr_policy *p = load(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
-				 "{\"names\": [\"read\", \"read\"], \"action\": \"SCMP_ACT_ALLOW\"}"));
+	sr_policy *p =
+	    load(RULE("{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\"}, "
+		      "{\"names\": [\"read\", \"read\"], \"action\": \"SCMP_ACT_ALLOW\"}"));
 	CHECK(p != NULL);
 	sr_policy_free(p);
 #undef RULE
@@ -450,8 +536,9 @@ static void test_seccomp_conflicts(void)
  * supervisor compile for minutes. */
 static void test_seccomp_size_caps(void)
 {
-	static const char head[] = "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": "
-				   "[{\"action\": \"SCMP_ACT_ALLOW\", \"names\": [\"read\"";
+	static const char head[] =
+	    "{\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": "
+	    "[{\"action\": \"SCMP_ACT_ALLOW\", \"names\": [\"read\"";
 	size_t cap = sizeof head + 2049 * 8 + 16, len = sizeof head - 1;
 	char *doc = malloc(cap);
 
@@ -461,14 +548,15 @@ static void test_seccomp_size_caps(void)
 	for (int i = 1; i < 2049; i++)
 		len += (size_t)snprintf(doc + len, cap - len, ", \"read\"");
 	snprintf(doc + len, cap - len, "]}]}}");
-	expect_error(doc, "t.json: policy.seccomp.syscalls: 2049 syscall names in all rules, at most 2048");
+	expect_error(
+	    doc, "t.json: policy.seccomp.syscalls: 2049 syscall names in all rules, at most 2048");
 	free(doc);
 }
 
 static void test_long_values_are_cut_not_overflowed(void)
 {
 	char doc[8192], key[4000];
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	memset(key, 'k', sizeof key - 1);
@@ -489,26 +577,53 @@ static void test_sizes(void)
 		int rc;
 		uint64_t v;
 	} cases[] = {
-		{"0", 0, 0}, {"512", 0, 512}, {"512B", 0, 512}, {"512K", 0, 512 * KIB},
-		{"512k", 0, 512 * KIB}, {"512M", 0, 512 * MIB}, {"512m", 0, 512 * MIB}, {"1G", 0, GIB},
-		{"1T", 0, TIB}, {"512KiB", 0, 512 * KIB}, {"512MiB", 0, 512 * MIB}, {"1MB", 0, MIB},
-		{"1.5G", 0, 3 * GIB / 2}, {"0.5K", 0, 512}, {"1.5GiB", 0, 3 * GIB / 2},
-		{"18446744073709551615", 0, UINT64_MAX}, {"16777215T", 0, 16777215 * TIB},
-		{"", -1, 0}, {"K", -1, 0}, {"1.5", -1, 0}, {"-1", -1, 0}, {"+1", -1, 0}, {" 1", -1, 0},
-		{"1 ", -1, 0}, {"1 K", -1, 0}, {"1X", -1, 0}, {"1KiBB", -1, 0}, {"1.G", -1, 0},
-		{".5G", -1, 0}, {"1Ki", -1, 0}, {"1P", -1, 0}, {"0x10", -1, 0},
-		{"18446744073709551616", -1, 0}, {"16777216T", -1, 0}, {"99999999999999999999K", -1, 0},
+		{ "0", 0, 0 },
+		{ "512", 0, 512 },
+		{ "512B", 0, 512 },
+		{ "512K", 0, 512 * KIB },
+		{ "512k", 0, 512 * KIB },
+		{ "512M", 0, 512 * MIB },
+		{ "512m", 0, 512 * MIB },
+		{ "1G", 0, GIB },
+		{ "1T", 0, TIB },
+		{ "512KiB", 0, 512 * KIB },
+		{ "512MiB", 0, 512 * MIB },
+		{ "1MB", 0, MIB },
+		{ "1.5G", 0, 3 * GIB / 2 },
+		{ "0.5K", 0, 512 },
+		{ "1.5GiB", 0, 3 * GIB / 2 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "16777215T", 0, 16777215 * TIB },
+		{ "", -1, 0 },
+		{ "K", -1, 0 },
+		{ "1.5", -1, 0 },
+		{ "-1", -1, 0 },
+		{ "+1", -1, 0 },
+		{ " 1", -1, 0 },
+		{ "1 ", -1, 0 },
+		{ "1 K", -1, 0 },
+		{ "1X", -1, 0 },
+		{ "1KiBB", -1, 0 },
+		{ "1.G", -1, 0 },
+		{ ".5G", -1, 0 },
+		{ "1Ki", -1, 0 },
+		{ "1P", -1, 0 },
+		{ "0x10", -1, 0 },
+		{ "18446744073709551616", -1, 0 },
+		{ "16777216T", -1, 0 },
+		{ "99999999999999999999K", -1, 0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		uint64_t v = 12345;
 		int rc = sr_parse_size(cases[i].s, &v);
 		if (rc != cases[i].rc || (rc == 0 && v != cases[i].v))
-			fprintf(stderr, "sr_parse_size(\"%s\") = %d, %llu\n", cases[i].s, rc, (unsigned long long)v);
+			fprintf(stderr, "sr_parse_size(\"%s\") = %d, %llu\n", cases[i].s, rc,
+				(unsigned long long)v);
 		CHECK_INT(rc, cases[i].rc);
 		if (rc == 0)
 			CHECK(v == cases[i].v);
 	}
-	CHECK_INT(sr_parse_size(NULL, &(uint64_t){0}), -1);
+	CHECK_INT(sr_parse_size(NULL, &(uint64_t){ 0 }), -1);
 }
 
 static void test_durations(void)
@@ -518,10 +633,12 @@ static void test_durations(void)
 		int rc;
 		uint64_t ms;
 	} cases[] = {
-		{"20", 0, 20000}, {"20s", 0, 20000}, {"500ms", 0, 500}, {"2m", 0, 120000},
-		{"1.5s", 0, 1500}, {"0.5", 0, 500}, {"1h", 0, 3600000}, {"0", 0, 0}, {"1.5ms", 0, 1},
-		{"", -1, 0}, {"s", -1, 0}, {"20x", -1, 0}, {"-1", -1, 0}, {"1.5.2", -1, 0},
-		{"20 s", -1, 0}, {"20S", -1, 0}, {"1d", -1, 0}, {"99999999999999999999h", -1, 0},
+		{ "20", 0, 20000 },   { "20s", 0, 20000 }, { "500ms", 0, 500 },
+		{ "2m", 0, 120000 },  { "1.5s", 0, 1500 }, { "0.5", 0, 500 },
+		{ "1h", 0, 3600000 }, { "0", 0, 0 },       { "1.5ms", 0, 1 },
+		{ "", -1, 0 },        { "s", -1, 0 },      { "20x", -1, 0 },
+		{ "-1", -1, 0 },      { "1.5.2", -1, 0 },  { "20 s", -1, 0 },
+		{ "20S", -1, 0 },     { "1d", -1, 0 },     { "99999999999999999999h", -1, 0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		uint64_t ms = 12345;
@@ -537,7 +654,7 @@ static void test_durations(void)
 
 static void test_set_env(void)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	CHECK_INT(sr_policy_default(&p, &err), 0);
@@ -563,7 +680,7 @@ static void test_set_env(void)
 
 static void roundtrip(const sr_policy *p)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *q = NULL;
 	char *a = sr_policy_to_json(p), *b = NULL;
 
@@ -587,20 +704,24 @@ static void roundtrip(const sr_policy *p)
 
 static void test_to_json_round_trip(void)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 
 	CHECK_INT(sr_policy_default(&p, &err), 0);
 	if (p)
 		roundtrip(p);
 	sr_policy_free(p);
-	p = load("{\"preset\": \"small\", \"limits\": {\"wall_time\": \"1.234s\", \"cpus\": 0.33, "
-		 "\"memory\": \"100M\", \"swap\": 12345678}, \"environment\": {\"Q\": \"a \\\"quoted\\\" value\"}, "
-		 "\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL_PROCESS\", \"syscalls\": [{\"names\": "
-		 "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 2, \"value\": "
-		 "\"0xffffffff00000000\", \"valueTwo\": \"0x100000000\", \"op\": \"SCMP_CMP_MASKED_EQ\"}]}, "
-		 "{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 0}, "
-		 "{\"names\": [\"close\"], \"action\": \"SCMP_ACT_LOG\"}]}}");
+	p = load(
+	    "{\"preset\": \"small\", \"limits\": {\"wall_time\": \"1.234s\", \"cpus\": 0.33, "
+	    "\"memory\": \"100M\", \"swap\": 12345678}, \"environment\": {\"Q\": \"a "
+	    "\\\"quoted\\\" value\"}, "
+	    "\"seccomp\": {\"defaultAction\": \"SCMP_ACT_KILL_PROCESS\", \"syscalls\": "
+	    "[{\"names\": "
+	    "[\"write\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 2, \"value\": "
+	    "\"0xffffffff00000000\", \"valueTwo\": \"0x100000000\", \"op\": "
+	    "\"SCMP_CMP_MASKED_EQ\"}]}, "
+	    "{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 0}, "
+	    "{\"names\": [\"close\"], \"action\": \"SCMP_ACT_LOG\"}]}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -614,7 +735,7 @@ static void test_load_file(void)
 {
 	char path[] = "/tmp/saferun-test-policy-XXXXXX";
 	const char *doc = "{\"limits\": {\"pids\": 7}}";
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 	int fd = mkstemp(path);
 
@@ -677,7 +798,7 @@ static int actions_for(const sr_policy *p, const char *name, const uint64_t args
  * order among overlapping rules of one syscall is not defined). */
 static void test_default_ioctl_rules_cover_every_cmd_but_two(void)
 {
-	sr_error err = {0};
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 	int wrong = 0;
 
@@ -687,12 +808,12 @@ static void test_default_ioctl_rules_cover_every_cmd_but_two(void)
 	for (uint64_t hi = 0; hi < 4; hi++)
 		for (uint64_t lo = 0; lo < 0x20000; lo++) {
 			uint64_t cmd = (hi << 31) | lo; /* also sets bits 31 and 32 */
-			uint64_t args[6] = {3, cmd};
+			uint64_t args[6] = { 3, cmd };
 			int refused = (cmd & 0xffffffff) == 0x5412 || (cmd & 0xffffffff) == 0x541C;
 			wrong += actions_for(p, "ioctl", args) != (refused ? 2 : 1);
 		}
 	for (int bit = 0; bit < 64; bit++) {
-		uint64_t args[6] = {3, 0x5412ULL ^ (1ULL << bit)};
+		uint64_t args[6] = { 3, 0x5412ULL ^ (1ULL << bit) };
 		int refused = bit >= 32;
 		wrong += actions_for(p, "ioctl", args) != (refused ? 2 : 1);
 	}
@@ -702,29 +823,29 @@ static void test_default_ioctl_rules_cover_every_cmd_but_two(void)
 
 static void test_default_clone_and_socket_rules_do_not_overlap(void)
 {
-	static const uint64_t ns[] = {0x00020000, 0x02000000, 0x04000000, 0x08000000,
-				      0x10000000, 0x20000000, 0x40000000};
-	sr_error err = {0};
+	static const uint64_t ns[] = { 0x00020000, 0x02000000, 0x04000000, 0x08000000,
+				       0x10000000, 0x20000000, 0x40000000 };
+	sr_error err = { 0 };
 	sr_policy *p = NULL;
 	int wrong = 0;
 
 	CHECK_INT(sr_policy_default(&p, &err), 0);
 	if (!p)
 		return;
-	uint64_t thread_flags[6] = {0x3d0f00}; /* glibc's pthread_create */
+	uint64_t thread_flags[6] = { 0x3d0f00 }; /* glibc's pthread_create */
 	wrong += actions_for(p, "clone", thread_flags) != 1;
 	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-		uint64_t args[6] = {ns[i] | 0x11 /* SIGCHLD */};
+		uint64_t args[6] = { ns[i] | 0x11 /* SIGCHLD */ };
 		wrong += actions_for(p, "clone", args) != 2;
 	}
 	for (uint64_t af = 0; af < 64; af++)
 		for (uint64_t proto = 0; proto < 4; proto++) {
-			uint64_t args[6] = {af, 3 /* SOCK_RAW */, proto};
+			uint64_t args[6] = { af, 3 /* SOCK_RAW */, proto };
 			/* AF_NETLINK only with NETLINK_ROUTE (0) */
 			int allowed = af == 1 || af == 2 || af == 10 || (af == 16 && proto == 0);
 			wrong += actions_for(p, "socket", args) != (allowed ? 1 : 2);
 		}
-	uint64_t high[6] = {(1ULL << 32) | 1};
+	uint64_t high[6] = { (1ULL << 32) | 1 };
 	wrong += actions_for(p, "socket", high) != 2;
 	CHECK_INT(wrong, 0);
 	sr_policy_free(p);
