@@ -78,17 +78,17 @@ static int build_settings(const sr_check_request *req, const sr_policy *p, struc
 	return 0;
 }
 
-static int check_input(const sr_check_request *req, sr_error *err)
+int sr_check_source_text(const char *code, size_t size, sr_error *err)
 {
-	if (!req->code)
+	if (!code)
 		return sr_refuse(err, EINVAL, "no code given");
-	if (req->code_size > SR_MAX_CODE_BYTES)
-		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
-				 req->code_size, SR_MAX_CODE_BYTES);
-	if (memchr(req->code, '\0', req->code_size))
+	if (size > SR_MAX_CODE_BYTES)
+		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap", size,
+				 SR_MAX_CODE_BYTES);
+	if (memchr(code, '\0', size))
 		return sr_refuse(err, EINVAL,
 				 "the code contains a NUL byte; Python source must be text");
-	if (!sr_utf8_valid(req->code, req->code_size))
+	if (!sr_utf8_valid(code, size))
 		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
 	return 0;
 }
@@ -143,7 +143,7 @@ int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
 	memset(res, 0, sizeof *res);
 	sr_policy *def = NULL;
 	const sr_policy *p = req->policy;
-	if (check_input(req, err) < 0)
+	if (sr_check_source_text(req->code, req->code_size, err) < 0)
 		return -1;
 	if (!p && sr_policy_default(&def, err) < 0)
 		return -1;

@@ -26,6 +26,7 @@
 
 #include "caps.h"
 #include "cgroup.h"
+#include "checker.h"
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
@@ -213,16 +214,8 @@ static int check_request(const sr_run_request *req, sr_error *err)
 				 "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
 		return sr_refuse(err, EINVAL, "no policy given");
-	if (!req->code)
-		return sr_refuse(err, EINVAL, "no code given");
-	if (req->code_size > SR_MAX_CODE_BYTES)
-		return sr_refuse(err, EFBIG, "the code is %zu bytes, over the %u byte cap",
-				 req->code_size, SR_MAX_CODE_BYTES);
-	if (memchr(req->code, '\0', req->code_size))
-		return sr_refuse(err, EINVAL,
-				 "the code contains a NUL byte; Python source must be text");
-	if (!sr_utf8_valid(req->code, req->code_size))
-		return sr_refuse(err, EILSEQ, "the code is not valid UTF-8; save it as UTF-8 text");
+	if (sr_check_source_text(req->code, req->code_size, err))
+		return -1;
 	uint64_t total = req->code_size;
 	for (size_t i = 0; i < req->n_files; i++)
 		total += req->files[i].size;
