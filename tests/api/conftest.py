@@ -6,6 +6,7 @@ only its sandboxes, never other saferun runs on the machine."""
 import http.client
 import json
 import os
+import sys
 import secrets
 import shutil
 import signal
@@ -19,10 +20,11 @@ import pytest
 import requests
 import requests_unixsocket
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+from sandbox_host import HOST_ID_BASE, sandbox_processes  # noqa: E402,F401
+
 SAFERUND = os.environ.get("SAFERUND") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferund")
-# Sandbox ids 0..65535 map to host ids from here (runtime/lib/sandbox.c).
-HOST_ID_BASE = 1879048192
 CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "freezer")
 HOST_POLICY = {"filesystem": {"profile": "host"}}
 
@@ -40,24 +42,6 @@ def cgroup_dirs(name):
         elif any(c in CONTROLLERS for c in ctrls.split(",")):
             dirs.append(f"/sys/fs/cgroup/{ctrls}{path.rstrip('/')}/{name}")
     return dirs
-
-
-def sandbox_processes():
-    """Host pids of processes whose uid is in the sandbox range."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) >= HOST_ID_BASE:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            pass
-    return pids
 
 
 class Daemon:

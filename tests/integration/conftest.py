@@ -1,15 +1,17 @@
 """Shared helpers for the integration tier: real sandboxes, run as root."""
 import json
 import os
+import sys
 import subprocess
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+from sandbox_host import HOST_ID_BASE, sandbox_processes  # noqa: E402,F401
+
 SAFERUN = os.environ.get("SAFERUN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferun")
 ROOTFS_DIR = os.environ.get("SAFERUN_ROOTFS_DIR", "/var/lib/saferun/rootfs")
-# Sandbox ids 0..65535 map to host ids from here (runtime/lib/sandbox.c).
-HOST_ID_BASE = 1879048192
 
 
 def profiles():
@@ -20,14 +22,13 @@ def profiles():
     return found
 
 
-def saferun(*args, input=None, timeout=120):
-    return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
-                          timeout=timeout)
-
-
 def saferun_env(*args, env=None, input=None, timeout=120):
     return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def saferun(*args, input=None, timeout=120):
+    return saferun_env(*args, input=input, timeout=timeout)
 
 
 def run(code, *args, profile="host", env=None):
@@ -62,24 +63,6 @@ def swap_total():
             if line.startswith("SwapTotal:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def sandbox_processes():
-    """Host pids of processes whose uid is in the sandbox range."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) >= HOST_ID_BASE:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            pass
-    return pids
 
 
 def own_cgroup_dirs():
