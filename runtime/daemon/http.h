@@ -25,16 +25,39 @@ typedef struct srd_peer {
 } srd_peer;
 
 #define SRD_MAX_PARAMS 4
+#define SRD_MAX_PARTS  32
+
+/* One part of a multipart/form-data body. */
+typedef struct srd_part {
+	char *name;     /* the form field's name ("" if it had none) */
+	char *filename; /* NULL: no filename parameter; "" when it was filename="" */
+	char *data;     /* malloc'd, size bytes (may hold NULs), NUL-terminated */
+	size_t size;
+} srd_part;
 
 typedef struct srd_request {
 	const char *method; /* "GET", "POST", ...; HEAD is routed as GET */
-	const char *path;   /* decoded, without the query string */
-	const char *body;   /* NUL-terminated; NULL when there is none */
+	/* Decoded, without the query string, bytes outside printable ASCII
+	 * shown as '?': safe to echo in messages and logs. */
+	const char *path;
+	/* Decoded as sent (routing and captures use it; NULL: path). A
+	 * capture may hold any byte but '/' and NUL: validate it. */
+	const char *raw_path;
+	const char *body; /* NUL-terminated; NULL when there is none */
 	size_t body_len;
+	const char *content_type; /* the Content-Type header, or NULL */
 	const srd_peer *peer;
 	/* {name} segments of the matched route pattern, in order */
 	char params[SRD_MAX_PARAMS][128];
 	size_t n_params;
+	/* a trailing {name*}: the rest of the path, slashes and all ("" if
+	 * the pattern has none); longer than rest holds: no match */
+	char rest[1100];
+	/* multipart/form-data bodies, parsed by the server before routing */
+	srd_part parts[SRD_MAX_PARTS];
+	size_t n_parts;
+	bool multipart_error;      /* the Content-Type said multipart, the body was not */
+	const char *multipart_why; /* what was wrong, for the 400 (static text) */
 } srd_request;
 
 typedef struct srd_response {
@@ -44,6 +67,8 @@ typedef struct srd_response {
 	size_t body_len;
 	unsigned retry_after; /* seconds; 0: no Retry-After header */
 	char allow[64];       /* 405: the methods the path takes */
+	/* sent as Content-Disposition when not empty (srd_respond_attachment) */
+	char content_disposition[300];
 	/* for the request log: the field a 4xx names */
 	char error_field[128];
 } srd_response;
@@ -54,6 +79,12 @@ void srd_respond_json(srd_response *res, unsigned status, cJSON *doc);
 void srd_respond_error(srd_response *res, const srd_ferr *e);
 /* Any text; body is taken over (malloc'd). */
 void srd_respond_text(srd_response *res, unsigned status, const char *type, char *body, size_t len);
+/* A download: application/octet-stream, Content-Disposition attachment
+ * with name's last path component, quotes, backslashes and control
+ * characters left out (non-ASCII names also get an RFC 5987 filename*).
+ * data is taken over (malloc'd). */
+void srd_respond_attachment(srd_response *res, unsigned status, const char *name, void *data,
+			    size_t len);
 /* {"uid": .., "pid": ..} or {"addr": ".."} for logs. */
 cJSON *srd_peer_json(const srd_peer *peer);
 

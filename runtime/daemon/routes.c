@@ -20,14 +20,34 @@ static const srd_route_def routes[] = {
 };
 #define N_ROUTES (sizeof routes / sizeof *routes)
 
+/* A trailing "{name*}" (pend at its '}') takes the rest of the path,
+ * slashes and all: at least one byte. */
+static bool match_rest(const char *pend, const char *s, srd_request *req)
+{
+	size_t len = strlen(s);
+	if (pend[1] || len == 0 || len >= sizeof req->rest)
+		return false;
+	if (req)
+		memcpy(req->rest, s, len + 1);
+	return true;
+}
+
 /* Segment by segment; a pattern's "{x}" takes one non-empty segment. */
 bool srd_route_match(const char *pattern, const char *path, srd_request *req)
 {
 	size_t n_params = 0;
 	const char *p = pattern, *s = path;
+	if (req)
+		req->rest[0] = '\0';
 	while (*p && *s) {
 		if (*p == '{') {
 			const char *pend = strchr(p, '}'), *send = strchrnul(s, '/');
+			if (pend && pend[-1] == '*') {
+				if (!match_rest(pend, s, req))
+					return false;
+				p = s = "";
+				break;
+			}
 			size_t len = (size_t)(send - s);
 			if (!pend || len == 0 || len >= sizeof req->params[0] ||
 			    n_params >= SRD_MAX_PARAMS)
@@ -54,11 +74,12 @@ bool srd_route_match(const char *pattern, const char *path, srd_request *req)
 void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
 {
 	char allow[64] = "";
+	const char *path = req->raw_path ? req->raw_path : req->path;
 	for (size_t i = 0; i < N_ROUTES; i++) {
-		if (!srd_route_match(routes[i].pattern, req->path, NULL))
+		if (!srd_route_match(routes[i].pattern, path, NULL))
 			continue;
 		if (strcmp(routes[i].method, req->method) == 0) {
-			srd_route_match(routes[i].pattern, req->path, req);
+			srd_route_match(routes[i].pattern, path, req);
 			routes[i].handler(ctx, req, res);
 			return;
 		}

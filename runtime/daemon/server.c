@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ struct exchange {
 	unsigned status;
 	size_t bytes_out;
 	uint64_t start_ms;
-	char method[16], path[512], error_field[128];
+	/* url: decoded as sent, for routing; path: printable, for the log */
+	char method[16], url[2048], path[2048], error_field[128];
 };
 
 static void fill_peer(srd_peer *p, struct MHD_Connection *c, bool is_unix)
@@ -91,6 +93,9 @@ static enum MHD_Result send_response(struct exchange *x, struct MHD_Connection *
 	}
 	if (res->allow[0])
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+	if (res->content_disposition[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
+					res->content_disposition);
 	if (res->status == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"saferund\"");
@@ -135,6 +140,7 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 	atomic_fetch_add(&ep->ctx->requests_active, 1);
 	x->start_ms = srd_now_ms();
 	snprintf(x->method, sizeof x->method, "%s", method);
+	snprintf(x->url, sizeof x->url, "%s", url);
 	snprintf(x->path, sizeof x->path, "%s", url);
 	/* The path is logged as JSON: keep it printable ASCII. */
 	for (char *p = x->path; *p; p++)
@@ -148,6 +154,9 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 					  auth ? "the bearer token is wrong"
 					       : "missing \"Authorization: Bearer TOKEN\" header");
 	}
+	/* Cut short, it would name another file or route. */
+	if (strlen(url) >= sizeof x->url)
+		return send_error(x, c, 414, "the path is over %s bytes", "2047");
 	const char *cl =
 	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > ep->ctx->cfg->max_body_bytes) {
@@ -190,6 +199,102 @@ static void receive(struct exchange *x, const char *data, size_t size)
 	x->body[x->len] = '\0';
 }
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x)  STRINGIFY_(x)
+
+/* Parts arrive in chunks: a chunk at offset 0 starts a part (an empty
+ * part is one call of size 0), later chunks continue it. */
+struct multipart {
+	srd_request *req;
+	uint64_t max, total;
+};
+
+static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *filename, const char *content_type,
+			       const char *transfer_encoding, const char *data, uint64_t off,
+			       size_t size)
+{
+	(void)kind;
+	(void)content_type;
+	(void)transfer_encoding;
+	struct multipart *m = cls;
+	srd_request *req = m->req;
+	if (m->total + size > m->max) {
+		req->multipart_why = "the parts are over the body cap";
+		return MHD_NO;
+	}
+	if (off == 0) {
+		if (req->n_parts == SRD_MAX_PARTS) {
+			req->multipart_why = "over " STRINGIFY(SRD_MAX_PARTS) " parts";
+			return MHD_NO;
+		}
+		srd_part *np = &req->parts[req->n_parts++];
+		np->name = strdup(key ? key : "");
+		np->filename = filename ? strdup(filename) : NULL;
+		if (!np->name || (filename && !np->filename)) {
+			req->multipart_why = "out of memory";
+			return MHD_NO;
+		}
+	}
+	srd_part *part = req->n_parts ? &req->parts[req->n_parts - 1] : NULL;
+	if (!part || off != part->size) {
+		req->multipart_why = "a part's data arrived out of order";
+		return MHD_NO;
+	}
+	char *grown = realloc(part->data, part->size + size + 1);
+	if (!grown) {
+		req->multipart_why = "out of memory";
+		return MHD_NO;
+	}
+	part->data = grown;
+	memcpy(part->data + part->size, data, size);
+	part->size += size;
+	part->data[part->size] = '\0';
+	m->total += size;
+	return MHD_YES;
+}
+
+static bool is_multipart(const char *type)
+{
+	static const char mp[] = "multipart/form-data";
+	return type && strncasecmp(type, mp, sizeof mp - 1) == 0 &&
+	       (!type[sizeof mp - 1] || type[sizeof mp - 1] == ';' ||
+		isspace((unsigned char)type[sizeof mp - 1]));
+}
+
+/* With libmicrohttpd's own parser, over the body already read. It wants
+ * the boundary unquoted (as curl and Python send it). */
+static void parse_multipart(struct exchange *x, struct MHD_Connection *c, srd_request *req)
+{
+	struct multipart m = { .req = req, .max = x->ep->ctx->cfg->max_body_bytes };
+	struct MHD_PostProcessor *pp = MHD_create_post_processor(c, 16384, on_part, &m);
+	if (!pp) {
+		req->multipart_error = true;
+		req->multipart_why = "the Content-Type has no usable boundary "
+				     "(multipart/form-data; boundary=...)";
+		return;
+	}
+	bool ok = MHD_post_process(pp, x->body ? x->body : "", x->len) == MHD_YES;
+	/* MHD_NO from destroy: the body ended inside a part */
+	ok = MHD_destroy_post_processor(pp) == MHD_YES && ok;
+	if (ok && req->n_parts == 0)
+		req->multipart_why = "no parts between the Content-Type's boundaries";
+	if (!ok && !req->multipart_why)
+		req->multipart_why = "the body is not well-formed multipart/form-data "
+				     "(cut short, or a wrong boundary)";
+	req->multipart_error = !ok || req->n_parts == 0;
+}
+
+static void free_parts(srd_request *req)
+{
+	for (size_t i = 0; i < req->n_parts; i++) {
+		free(req->parts[i].name);
+		free(req->parts[i].filename);
+		free(req->parts[i].data);
+	}
+	req->n_parts = 0;
+}
+
 /* The whole request is here: route it. A run may take minutes, so the
  * idle timeout is off while it runs and restarts after it. */
 static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
@@ -199,14 +304,20 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 	srd_request req = {
 		.method = strcmp(x->method, "HEAD") == 0 ? "GET" : x->method,
 		.path = x->path,
+		.raw_path = x->url,
 		.body = x->body,
 		.body_len = x->len,
+		.content_type =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
 		.peer = &x->peer,
 	};
+	if (is_multipart(req.content_type))
+		parse_multipart(x, c, &req);
 	srd_response res = { 0 };
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
 	srd_route(x->ep->ctx, &req, &res);
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
+	free_parts(&req);
 	return send_response(x, c, &res);
 }
 
