@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "packages.h"
 #include "run.h"
 
 extern const unsigned char srd_embedded_openapi[];
@@ -12,11 +13,15 @@ extern const size_t srd_embedded_openapi_len;
 static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res);
 static void handle_metrics(srd_ctx *ctx, const srd_request *req, srd_response *res);
 static void handle_openapi(srd_ctx *ctx, const srd_request *req, srd_response *res);
+static void handle_root(srd_ctx *ctx, const srd_request *req, srd_response *res);
+static void handle_packages(srd_ctx *ctx, const srd_request *req, srd_response *res);
+static void handle_package_names(srd_ctx *ctx, const srd_request *req, srd_response *res);
 
 static const srd_route_def routes[] = {
 	{ "POST", "/v1/run", srd_handle_run },         { "GET", "/v1/health", handle_health },
 	{ "GET", "/health", handle_health },           { "GET", "/metrics", handle_metrics },
-	{ "GET", "/v1/openapi.json", handle_openapi },
+	{ "GET", "/v1/openapi.json", handle_openapi }, { "GET", "/", handle_root },
+	{ "GET", "/v1/packages", handle_packages },    { "GET", "/packages", handle_package_names },
 };
 #define N_ROUTES (sizeof routes / sizeof *routes)
 
@@ -147,4 +152,69 @@ static void handle_openapi(srd_ctx *ctx, const srd_request *req, srd_response *r
 		memcpy(copy, srd_embedded_openapi, srd_embedded_openapi_len);
 	srd_respond_text(res, copy ? 200 : 500, "application/json", copy,
 			 copy ? srd_embedded_openapi_len : 0);
+}
+
+/* AgentRunPlus asks the root what this server is. */
+static void handle_root(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)ctx;
+	(void)req;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "service", "saferund");
+	cJSON_AddStringToObject(j, "version", SR_VERSION);
+	cJSON *endpoints = cJSON_AddArrayToObject(j, "endpoints");
+	char line[160];
+	for (size_t i = 0; i < N_ROUTES; i++) {
+		snprintf(line, sizeof line, "%s %s", routes[i].method, routes[i].pattern);
+		cJSON_AddItemToArray(endpoints, cJSON_CreateString(line));
+	}
+	cJSON_AddStringToObject(j, "docs", "/v1/openapi.json");
+	srd_respond_json(res, 200, j);
+}
+
+/* The packages of the default policy's profile: [{"name", "version"}]
+ * with the profile (GET /v1/packages), or the names alone (AgentRunPlus's
+ * GET /packages). */
+static void respond_packages(srd_ctx *ctx, bool names_only, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	sr_policy *p = NULL;
+	srd_package *list = NULL;
+	size_t n = 0;
+	if (srd_policies_get(ctx->policies, ctx->cfg->default_policy, NULL, &p, &e) ||
+	    srd_packages_list(ctx->cfg->rootfs_dir, p->profile, &list, &n, &e)) {
+		sr_policy_free(p);
+		srd_respond_error(res, &e);
+		return;
+	}
+	cJSON *j = cJSON_CreateObject();
+	if (!names_only)
+		cJSON_AddStringToObject(j, "profile", p->profile);
+	cJSON *arr = cJSON_AddArrayToObject(j, "packages");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *item = cJSON_CreateString(list[i].name);
+		if (!names_only) {
+			cJSON *name = item;
+			item = cJSON_CreateObject();
+			cJSON_AddItemToObject(item, "name", name);
+			cJSON_AddStringToObject(item, "version", list[i].version);
+		}
+		cJSON_AddItemToArray(arr, item);
+	}
+	cJSON_AddNumberToObject(j, "count", (double)n);
+	free(list);
+	sr_policy_free(p);
+	srd_respond_json(res, 200, j);
+}
+
+static void handle_packages(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
+	respond_packages(ctx, false, res);
+}
+
+static void handle_package_names(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
+	respond_packages(ctx, true, res);
 }
