@@ -36,13 +36,8 @@
 
 extern const unsigned char sr_embedded_runner[];
 
-/* Sandbox uid/gid 0..65535 map to this unprivileged host range, so even
- * the sandbox's own root is nobody on the host. */
-#define SR_HOST_ID_BASE  1879048192u
-#define SR_HOST_ID_COUNT 65536u
-#define SR_SANDBOX_UID   1000u
-#define SR_SANDBOX_GID   1000u
-#define SR_PYTHON        "/usr/bin/python3"
+#include "ids.h" /* the sandbox user and its host id range */
+#define SR_PYTHON "/usr/bin/python3"
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
 #define SR_EXIT_BLOCKED   121
 #define SR_BLOCKED_PREFIX "saferun: blocked "
