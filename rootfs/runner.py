@@ -2,31 +2,41 @@
 # with tracebacks that say File "main.py" (Python 3.11 makes a script's path
 # absolute). Passed to `python3 -c`; it leaves no names of its own behind.
 #
-# With a guard argument (the checker's settings, see docs/checker.md) it
-# first installs a PEP 578 audit hook: when code in main.py starts a
-# process, loads native code, connects a socket while the network is off,
-# opens a file outside the allowed dirs, runs exec/eval/compile or imports
-# a denied module, the hook writes "saferun: blocked EVENT ..." to stderr
-# and ends the process with status 121, which the supervisor reports as
-# `rejected`. Events that libraries raise on their own (matplotlib's
-# fc-list, dataclasses' exec) are left alone.
+# argv: [guard] [mode]. With a guard (the checker's settings, see
+# docs/checker.md) it first installs a PEP 578 audit hook: when code in
+# main.py starts a process, loads native code, connects a socket while the
+# network is off, opens a file outside the allowed dirs, runs
+# exec/eval/compile or imports a denied module, the hook writes "saferun:
+# blocked EVENT ..." to stderr and ends the process with status 121, which
+# the supervisor reports as `rejected`. Events that libraries raise on
+# their own (matplotlib's fc-list, dataclasses' exec) are left alone.
+#
+# Mode "kernel" (sr_kernel, stateful sessions): no main.py; the code of
+# each run arrives over the SOCK_SEQPACKET control socket on fd 3 as a
+# message "X" <u32 code length> <u32 stdin length> <u8 flags> <allow list>
+# with a memfd holding code then stdin. Every run executes in the same
+# __main__ namespace; the reply is "D" <i32 status> (0 ok, 1 exception,
+# N: SystemExit(N)) after stdout and stderr are flushed. "R" says ready.
 def _saferun_main():
     import sys, __main__
     me = sys._getframe().f_code
-    path = "main.py"
     guard = sys.argv[1] if len(sys.argv) > 1 else ""
+    kernel = len(sys.argv) > 2 and sys.argv[2] == "kernel"
+    path = "main.py"
     sys.argv[:] = [path]
     sys.path[0] = sys.path[0] or __import__("os").getcwd()
-    with open(path, "rb") as f:
-        source = f.read()
     ns = __main__.__dict__
     del ns["_saferun_main"]
     install_guard = ns.pop("_install_guard")
+    serve = ns.pop("_saferun_kernel")
     ns["__file__"] = path
+    update = install_guard(guard) if guard else None
+    if kernel:
+        serve(ns, update, me)
+    with open(path, "rb") as f:
+        source = f.read()
     try:
         code = compile(source, path, "exec")
-        if guard:
-            install_guard(guard)
         exec(code, ns)
     except SystemExit:
         raise
@@ -38,6 +48,58 @@ def _saferun_main():
             e.__traceback__ = tb
         sys.excepthook(type(e), e, tb)
         sys.exit(1)
+
+
+def _saferun_kernel(ns, update, me):
+    import io, linecache, os, socket, struct, sys, traceback
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
+    ctl.send(b"R")
+
+    def run(source):
+        # main.py is not on disk: tracebacks find the source here.
+        text = source.decode("utf-8", "replace")
+        linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
+        try:
+            exec(compile(source, "main.py", "exec"), ns)
+            return 0
+        except SystemExit as e:
+            if e.code is None or isinstance(e.code, int):
+                return (e.code or 0) & 0xFF
+            print(e.code, file=sys.stderr)
+            return 1
+        except BaseException as e:
+            tb = e.__traceback__
+            while tb is not None and tb.tb_frame.f_code in (me, run.__code__):
+                tb = tb.tb_next
+            e.__traceback__ = tb
+            # The default hook reads source lines from disk; traceback's
+            # printer reads linecache, where this run's source is.
+            if sys.excepthook is sys.__excepthook__:
+                traceback.print_exception(e)
+            else:
+                sys.excepthook(type(e), e, tb)
+            return 1
+
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 1)
+        except OSError:
+            os._exit(0)
+        if not msg or msg[:1] != b"X" or len(fds) != 1:
+            os._exit(0)  # the supervisor is gone, or this is not from it
+        code_len, stdin_len, flags = struct.unpack_from("<IIB", msg, 1)
+        with os.fdopen(fds[0], "rb") as f:
+            data = f.read(code_len + stdin_len)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data[code_len:]), encoding="utf-8")
+        if update:
+            update(msg[10:].decode("utf-8", "replace").split("\x1f"), not flags & 1)
+        status = run(data[:code_len])
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        ctl.send(b"D" + struct.pack("<i", status))
 
 
 def _install_guard(spec):
@@ -80,9 +142,18 @@ def _install_guard(spec):
         return bool({rid, rname, event, name, name.split(".")[0], "eval" if event == "exec" else name}
                     & allow)
 
-    for event, rule in list(rules.items()):
-        if rule and relaxed(rule, event):
-            del rules[event]
+    base_allow, base_rules = set(allow), dict(rules)
+    state = {"on": True}
+
+    def update(extra, on):
+        # Per run (kernel mode): the policy's allow list plus this run's.
+        allow.clear()
+        allow.update(base_allow, filter(None, extra))
+        rules.clear()
+        rules.update((e, r) for e, r in base_rules.items() if not (r and relaxed(r, e)))
+        state["on"] = on
+
+    update((), True)
 
     packages = tuple(stdlib + t for t in through if t.endswith("/"))
 
@@ -125,7 +196,7 @@ def _install_guard(spec):
 
     def hook(event, args):
         rule = rules.get(event)
-        if rule is None:
+        if rule is None or not state["on"]:
             return
         f = caller(event)
         if f is None or f.f_code.co_filename != "main.py":
@@ -144,6 +215,7 @@ def _install_guard(spec):
         os._exit(121)
 
     sys.addaudithook(hook)
+    return update
 
 
 _saferun_main()

@@ -206,6 +206,92 @@ const char *sr_status_name(sr_status s);
 /* JSON text of a result (caller frees). */
 char *sr_result_to_json(const sr_result *res);
 
+/* ---- workspaces: a session's persistent working dir -------------------- */
+
+/* A workspace is a size-capped tmpfs mounted on the host at BASE/ID,
+ * owned by the sandbox user, with src/ and artifacts/ inside. Sandboxes
+ * bind it as their working dir, so its files outlive each run. The
+ * sandboxed code can put anything in it (symlinks to /etc/shadow, fifos,
+ * deep trees): every file function below opens beneath the root with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+ * RESOLVE_NO_XDEV) and only ever reads regular files, so no path leads
+ * the (root) caller outside it.
+ *
+ * Paths are relative to the workspace root: "src/data.csv". Refused with
+ * EINVAL: empty, absolute, "." or ".." parts, empty parts, control
+ * characters, longer than SR_WORKSPACE_PATH_MAX. A symlink on the way:
+ * ELOOP. Not there: ENOENT. Over a size cap: EFBIG. Workspace full:
+ * ENOSPC. Not a regular file: EISDIR (a dir) or EINVAL (anything else). */
+typedef struct sr_workspace sr_workspace;
+
+#define SR_WORKSPACE_BASE_DIR "/run/saferun/workspaces"
+#define SR_WORKSPACE_PATH_MAX 1024
+
+/* Create and mount BASE/ID (base_dir NULL: SR_WORKSPACE_BASE_DIR, created
+ * 0711 if missing) holding at most size_bytes. id: [A-Za-z0-9_-]{1,64}. */
+int sr_workspace_create(const char *base_dir, const char *id, uint64_t size_bytes,
+			sr_workspace **out, sr_error *err);
+/* The host path of its root (bind this as the sandbox's working dir). */
+const char *sr_workspace_path(const sr_workspace *ws);
+/* Create or replace a file (parent dirs created), owned by the sandbox
+ * user; atomic: a reader sees the old or the new content. */
+int sr_workspace_write(sr_workspace *ws, const char *path, const void *data, size_t size,
+		       sr_error *err);
+/* Read a regular file of at most max bytes (caller frees *data). */
+int sr_workspace_read(sr_workspace *ws, const char *path, size_t max, void **data, size_t *size,
+		      sr_error *err);
+/* Remove a file, or a dir with everything in it. */
+int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err);
+
+typedef struct sr_workspace_entry {
+	char *path; /* relative to the workspace root */
+	uint64_t size;
+	char type; /* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+} sr_workspace_entry;
+
+/* Everything below dir ("" for the root), depth first, sorted by path;
+ * symlinks are listed, never followed. At most max_entries (E2BIG past). */
+int sr_workspace_list(sr_workspace *ws, const char *dir, size_t max_entries,
+		      sr_workspace_entry **out, size_t *n, sr_error *err);
+void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
+/* Bytes used and the cap. */
+int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error *err);
+/* Unmount and remove it, with everything in it. */
+void sr_workspace_destroy(sr_workspace *ws);
+/* Unmount and remove every workspace a crashed process left in base_dir.
+ * Returns how many, or < 0. Only for the one owner of base_dir. */
+int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err);
+
+/* ---- kernels: a long-lived interpreter for stateful sessions ------------ */
+
+/* A sandbox like sr_run's whose python stays up and runs one piece of
+ * code after another in the same namespace (variables, imports and
+ * functions persist, like a notebook kernel). The cgroup limits (memory,
+ * pids, CPU share) hold for its whole life; the wall-clock limit and the
+ * output caps hold for each run. A run that ends the interpreter
+ * (timeout, oom, output_limit, killed, rejected at run time) leaves the
+ * kernel dead: sr_kernel_alive() says so and the caller starts another. */
+typedef struct sr_kernel sr_kernel;
+
+typedef struct sr_kernel_options {
+	const sr_policy *policy;
+	const char *rootfs_dir;        /* NULL: SR_DEFAULT_ROOTFS_DIR */
+	const sr_workspace *workspace; /* bound as the working dir; NULL: a fresh tmpfs */
+} sr_kernel_options;
+
+int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);
+/* Run req->code (and req->stdin_data, req->allow, req->no_check) in the
+ * kernel; req->policy may lower the wall-clock limit and output cap for
+ * this run (NULL: the kernel's). files are not supported here (write them
+ * into the workspace). Returns like sr_run. */
+int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err);
+bool sr_kernel_alive(const sr_kernel *k);
+/* End it now, from any thread (a run in progress ends as "killed"); the
+ * owner still calls sr_kernel_stop. */
+void sr_kernel_kill(sr_kernel *k);
+/* Kill it and release everything it holds (the workspace stays). */
+void sr_kernel_stop(sr_kernel *k);
+
 /* ---- the pre-execution checker ---------------------------------------- */
 
 #define SR_CHECK_MAX_FINDINGS 64

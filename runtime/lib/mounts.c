@@ -272,11 +272,16 @@ static int plan_writable(sr_mount_plan *p, const sr_fs_spec *s, bool skeleton)
 	op->mode = 0755;
 	for (size_t i = 0; i < s->n_writable; i++) {
 		bool work = strcmp(s->writable[i], s->workdir) == 0;
+		if (skeleton && plan_mkdir_parents(p, s->writable[i]))
+			return -1;
+		if (work && s->workdir_host) {
+			if (!add(p, OP_BIND, OPF_RW, s->workdir_host, NEWROOT "%s", s->workdir))
+				return -1;
+			continue;
+		}
 		if (!(op = add(p, OP_MKDIR, OPF_OWN, NULL, RW "/%zu", i)))
 			return -1;
 		op->mode = work ? 0755 : 01777;
-		if (skeleton && plan_mkdir_parents(p, s->writable[i]))
-			return -1;
 		char src[64];
 		snprintf(src, sizeof src, RW "/%zu", i);
 		if (!add(p, OP_BIND_NEW, OPF_RW, src, NEWROOT "%s", s->writable[i]))
@@ -347,8 +352,10 @@ static int plan_proc(sr_mount_plan *p)
 
 static int plan_files(sr_mount_plan *p, const sr_fs_spec *s, size_t work_index)
 {
-	sr_mount_op *op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/main.py", work_index);
-	if (!op)
+	sr_mount_op *op;
+	if (!s->code)
+		return 0; /* a kernel: code comes over its control socket */
+	if (!(op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/main.py", work_index)))
 		return -1;
 	op->data = s->code;
 	op->len = s->code_size;
@@ -396,6 +403,10 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 	if (*work_index == SIZE_MAX)
 		return sr_refuse(err, EINVAL, "working dir %s is not one of the writable dirs",
 				 s->workdir);
+	if (s->n_files && !s->code)
+		return sr_refuse(
+		    err, EINVAL,
+		    "files cannot be given to a kernel (write them into its workspace)");
 	for (size_t i = 0; i < s->n_files; i++) {
 		if (sr_mounts_check_name(s->files[i].name, err))
 			return -1;

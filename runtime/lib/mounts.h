@@ -23,12 +23,15 @@ typedef struct sr_mount_plan {
 typedef struct sr_fs_spec {
 	const char *rootfs;  /* built profile root on the host, or NULL: host profile */
 	const char *workdir; /* inside the sandbox */
+	/* A host dir bound read-write as the working dir (a session's
+	 * workspace), or NULL: the working dir is part of the tmpfs. */
+	const char *workdir_host;
 	char *const *writable;
 	size_t n_writable;
 	uint64_t tmpfs_bytes;
 	uid_t uid; /* run-as user inside the sandbox */
 	gid_t gid;
-	const char *code; /* written to WORKDIR/main.py */
+	const char *code; /* written to WORKDIR/main.py; NULL: none (a kernel) */
 	size_t code_size;
 	const sr_file *files;
 	size_t n_files;

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
+#include "sandbox.h"
 #include "seccomp_cache.h"
 #include "supervise.h"
 #include "util.h"
@@ -51,7 +53,7 @@ struct child {
 	int n_join_fds;
 	int sync_fd;   /* read: one byte = go, EOF = abort */
 	int report_fd; /* write, close-on-exec */
-	int stdio[3];
+	int stdio[4];  /* 0, 1, 2 and a kernel's control socket (fd 3), or -1 */
 };
 
 /* ---- the child ----------------------------------------------------------- */
@@ -92,19 +94,29 @@ static void set_rlimits(const struct child *c)
 	}
 }
 
-static void setup_stdio(const struct child *c)
+/* Out of the way first: a source may already sit on a target number
+ * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
+static void setup_stdio(struct child *c)
 {
-	for (int fd = 0; fd < 3; fd++)
-		if (dup2(c->stdio[fd], fd) < 0)
+	int high[4], n = c->stdio[3] >= 0 ? 4 : 3;
+	if ((c->report_fd = fcntl(c->report_fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		child_fail(c, errno, "move the report pipe");
+	for (int fd = 0; fd < n; fd++)
+		if ((high[fd] = fcntl(c->stdio[fd], F_DUPFD_CLOEXEC, 10)) < 0)
+			child_fail(c, errno, "set up fd %d", fd);
+	for (int fd = 0; fd < n; fd++)
+		if (dup2(high[fd], fd) < 0)
 			child_fail(c, errno, "set up fd %d", fd);
 }
 
-/* Keep 0, 1, 2 and the report pipe; everything else the supervisor had
- * open (other sandboxes' pipes in a daemon, the cgroup fd) goes. */
+/* Keep 0, 1, 2 (3: a kernel's control socket) and the report pipe;
+ * everything else the supervisor had open (other sandboxes' pipes in a
+ * daemon, the cgroup fd) goes. */
 static void close_other_fds(const struct child *c)
 {
-	int keep = c->report_fd;
-	if (keep > 3 && syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) < 0)
+	unsigned first = c->stdio[3] >= 0 ? 4u : 3u;
+	int keep = c->report_fd; /* >= 10: setup_stdio */
+	if (syscall(SYS_close_range, first, (unsigned)keep - 1, 0u) < 0)
 		child_fail(c, errno, "close inherited fds");
 	if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) < 0)
 		child_fail(c, errno, "close inherited fds");
@@ -140,7 +152,7 @@ static __attribute__((noreturn)) void be_init(const struct child *c)
 	}
 }
 
-static __attribute__((noreturn)) void contain(const struct child *c)
+static __attribute__((noreturn)) void contain(struct child *c)
 {
 	char what[200], go;
 	int rc;
@@ -177,23 +189,6 @@ static __attribute__((noreturn)) void contain(const struct child *c)
 
 /* ---- the supervisor ------------------------------------------------------- */
 
-struct run {
-	const sr_run_request *req;
-	const sr_policy *p;
-	sr_result *res;
-	char *rootfs;
-	sr_mount_plan plan;
-	sr_bpf filter;
-	sr_cgroup *cg;
-	char **envp;
-	char *guard; /* the runner's audit-hook settings, NULL: no hook */
-	char *argv[7];
-	int sync[2], report[2], out[2], err[2], in_fd;
-	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
-	int pidfd;
-	pid_t pid;
-};
-
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -201,7 +196,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int check_request(const sr_run_request *req, sr_error *err)
+int sr_box_check_request(const sr_run_request *req, sr_error *err)
 {
 	if (geteuid() != 0)
 		return sr_refuse(err, EPERM,
@@ -209,7 +204,7 @@ static int check_request(const sr_run_request *req, sr_error *err)
 				 "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
 		return sr_refuse(err, EINVAL, "no policy given");
-	if (sr_check_source_text(req->code, req->code_size, err))
+	if (req->code && sr_check_source_text(req->code, req->code_size, err))
 		return -1;
 	uint64_t total = req->code_size;
 	for (size_t i = 0; i < req->n_files; i++)
@@ -278,7 +273,7 @@ static char *runner_guard(const sr_run_request *req)
 	return s;
 }
 
-static int prepare(struct run *r, sr_error *err)
+static int prepare(sr_box *r, sr_error *err)
 {
 	const sr_policy *p = r->p;
 	const char *dir = r->req->rootfs_dir ? r->req->rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
@@ -292,7 +287,8 @@ static int prepare(struct run *r, sr_error *err)
 		.tmpfs_bytes = p->limits.tmpfs_bytes,
 		.uid = SR_SANDBOX_UID,
 		.gid = SR_SANDBOX_GID,
-		.code = r->req->code,
+		.workdir_host = r->workdir_host,
+		.code = r->kernel ? NULL : r->req->code,
 		.code_size = r->req->code_size,
 		.files = r->req->files,
 		.n_files = r->req->n_files,
@@ -306,12 +302,19 @@ static int prepare(struct run *r, sr_error *err)
 	memcpy(r->envp, p->env, p->n_env * sizeof *r->envp);
 	if (!r->req->no_check && p->checker.enabled && !(r->guard = runner_guard(r->req)))
 		return sr_fail(err, ENOMEM, "the runner's settings");
-	char *argv[] = { "python3", "-B", "-u", "-c", (char *)sr_embedded_runner, r->guard, NULL };
+	char *argv[] = { "python3",
+			 "-B",
+			 "-u",
+			 "-c",
+			 (char *)sr_embedded_runner,
+			 r->guard ? r->guard : (r->kernel ? "" : NULL),
+			 r->kernel ? "kernel" : NULL,
+			 NULL };
 	memcpy(r->argv, argv, sizeof argv);
 	return 0;
 }
 
-static int open_stdin(struct run *r, sr_error *err)
+static int open_stdin(sr_box *r, sr_error *err)
 {
 	if (!r->req->stdin_data) {
 		r->in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -322,14 +325,8 @@ static int open_stdin(struct run *r, sr_error *err)
 	r->in_fd = memfd_create("saferun-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->in_fd < 0)
 		return sr_fail(err, errno, "memfd for stdin");
-	const char *d = r->req->stdin_data;
-	for (size_t left = r->req->stdin_size; left;) {
-		ssize_t n = write(r->in_fd, d, left);
-		if (n < 0)
-			return sr_fail(err, errno, "write stdin");
-		d += n;
-		left -= (size_t)n;
-	}
+	if (sr_write_all(r->in_fd, r->req->stdin_data, r->req->stdin_size) < 0)
+		return sr_fail(err, errno, "write stdin");
 	if (lseek(r->in_fd, 0, SEEK_SET) < 0 ||
 	    fcntl(r->in_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) <
 		0)
@@ -337,18 +334,21 @@ static int open_stdin(struct run *r, sr_error *err)
 	return 0;
 }
 
-static int open_pipes(struct run *r, sr_error *err)
+static int open_pipes(sr_box *r, sr_error *err)
 {
 	if (pipe2(r->sync, O_CLOEXEC) < 0 || pipe2(r->report, O_CLOEXEC) < 0 ||
 	    pipe2(r->out, O_CLOEXEC) < 0 || pipe2(r->err, O_CLOEXEC) < 0)
 		return sr_fail(err, errno, "create pipes");
+	/* Message boundaries for free, and fds (the code's memfd) ride along. */
+	if (r->kernel && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->ctl) < 0)
+		return sr_fail(err, errno, "create the kernel's control socket");
 	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
 		return sr_fail(err, errno, "make pipes non-blocking");
 	return open_stdin(r, err);
 }
 
-static pid_t clone_sandbox(struct run *r, bool into_cgroup)
+static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 {
 	struct clone_args ca = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
@@ -369,7 +369,7 @@ static pid_t clone_sandbox(struct run *r, bool into_cgroup)
 			.n_join_fds = r->n_join_fds,
 			.sync_fd = r->sync[0],
 			.report_fd = r->report[1],
-			.stdio = { r->in_fd, r->out[1], r->err[1] },
+			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
 		};
 		contain(&c);
 	}
@@ -390,7 +390,7 @@ static int write_id_maps(pid_t pid, sr_error *err)
 	return 0;
 }
 
-static int start(struct run *r, sr_error *err)
+int sr_box_start(sr_box *r, sr_error *err)
 {
 	/* v2: born in its group (CLONE_INTO_CGROUP); v1: the child joins its
 	 * group itself before anything else; else (kernels before 5.7, or
@@ -418,6 +418,7 @@ static int start(struct run *r, sr_error *err)
 	close_fd(&r->out[1]);
 	close_fd(&r->err[1]);
 	close_fd(&r->in_fd);
+	close_fd(&r->ctl[1]);
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
 	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
@@ -511,29 +512,43 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 	}
 }
 
-/* Supervise, then tear down: whatever happened, the group is emptied and
- * removed. */
-static int finish(struct run *r, sr_error *err)
+int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
+		 sr_outcome *oc, sr_error *err)
 {
 	sr_watch w = { .pidfd = r->pidfd,
 		       .out_fd = r->out[0],
 		       .err_fd = r->err[0],
 		       .report_fd = r->report[0],
-		       .wall_ms = r->p->limits.wall_ms,
-		       .output_bytes = r->p->limits.output_bytes };
-	sr_outcome oc = { 0 };
-	int rc = sr_supervise(&w, r->res, &oc, err);
-	sr_cgroup_stats st;
+		       .ctl_fd = r->ctl[0],
+		       .wall_ms = wall_ms,
+		       .output_bytes = output_bytes };
+	*oc = (sr_outcome){ 0 };
+	int rc = sr_supervise(&w, r->res, oc, err);
+	sr_cgroup_stats st, zero = { 0 };
 	sr_cgroup_read_stats(r->cg, &st);
+	before = before ? before : &zero;
+	/* A kernel's group lives across runs: this run's share of it. */
+	st.cpu_usec -= before->cpu_usec < st.cpu_usec ? before->cpu_usec : st.cpu_usec;
+	st.oom_kills -= before->oom_kills < st.oom_kills ? before->oom_kills : st.oom_kills;
+	st.pids_denied -=
+	    before->pids_denied < st.pids_denied ? before->pids_denied : st.pids_denied;
 	r->res->cpu_ms = st.cpu_usec / 1000u;
 	r->res->peak_memory_bytes = st.peak_memory_bytes;
-	r->res->duration_ms = oc.duration_ms;
+	r->res->duration_ms = oc->duration_ms;
+	sr_limits lim = r->p->limits;
+	lim.wall_ms = wall_ms;
+	lim.output_bytes = output_bytes;
+	r->res->limits = lim;
+	if (oc->done) {
+		oc->have_exit = true;
+		oc->wstatus = W_EXITCODE(oc->done_status & 0xff, 0);
+	}
 	if (rc == 0)
-		classify(r->res, &oc, &st, &r->p->limits);
+		classify(r->res, oc, &st, &lim);
 	return rc;
 }
 
-static void cleanup(struct run *r)
+void sr_box_cleanup(sr_box *r)
 {
 	if (r->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
@@ -543,21 +558,49 @@ static void cleanup(struct run *r)
 	}
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, __WALL | WNOHANG);
-	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1], &r->out[0],
-		       &r->out[1],  &r->err[0],  &r->err[1],    &r->in_fd };
+	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1],
+		       &r->out[0],  &r->out[1],  &r->err[0],    &r->err[1],
+		       &r->in_fd,   &r->ctl[0],  &r->ctl[1] };
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		close_fd(fds[i]);
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
 	sr_cgroup_destroy(r->cg, NULL);
+	r->cg = NULL;
 	sr_mounts_plan_free(&r->plan);
 	sr_bpf_free(&r->filter);
 	free(r->envp);
 	free(r->guard);
 	free(r->rootfs);
+	r->envp = NULL;
+	r->guard = r->rootfs = NULL;
 }
 
-static void init_result(sr_result *res, const sr_policy *p)
+void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
+{
+	*b = (sr_box){ .req = req,
+		       .p = req->policy,
+		       .res = res,
+		       .pidfd = -1,
+		       .in_fd = -1,
+		       .sync = { -1, -1 },
+		       .report = { -1, -1 },
+		       .out = { -1, -1 },
+		       .err = { -1, -1 },
+		       .ctl = { -1, -1 } };
+}
+
+int sr_box_prepare(sr_box *b, sr_error *err)
+{
+	if (prepare(b, err) || sr_cgroup_create(b->res->id, &b->p->limits, &b->cg, err) ||
+	    open_pipes(b, err))
+		return -1;
+	snprintf(b->res->cgroup_mode, sizeof b->res->cgroup_mode, "%s",
+		 sr_cgroup_mode_name(sr_cgroup_get_mode(b->cg)));
+	return 0;
+}
+
+void sr_box_init_result(sr_result *res, const sr_policy *p)
 {
 	memset(res, 0, sizeof *res);
 	res->limits = p->limits;
@@ -572,7 +615,7 @@ static void init_result(sr_result *res, const sr_policy *p)
 
 /* The pre-execution checker, before anything is created: a rejected run
  * has its findings in the result and its code never runs. */
-static int vet_code(const sr_run_request *req, sr_result *res)
+int sr_box_vet(const sr_run_request *req, sr_result *res)
 {
 	const sr_policy *p = req->policy;
 	if (req->no_check || !p->checker.enabled)
@@ -606,32 +649,25 @@ static int vet_code(const sr_run_request *req, sr_result *res)
 
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 {
-	if (check_request(req, err))
+	if (sr_box_check_request(req, err))
 		return -1;
-	init_result(res, req->policy);
-	if (vet_code(req, res) < 0)
+	sr_box_init_result(res, req->policy);
+	if (sr_box_vet(req, res) < 0)
 		return 0;
-	struct run r = { .req = req,
-			 .p = req->policy,
-			 .res = res,
-			 .pidfd = -1,
-			 .in_fd = -1,
-			 .sync = { -1, -1 },
-			 .report = { -1, -1 },
-			 .out = { -1, -1 },
-			 .err = { -1, -1 } };
-	if (prepare(&r, err) || sr_cgroup_create(res->id, &r.p->limits, &r.cg, err) ||
-	    open_pipes(&r, err)) {
-		cleanup(&r);
+	sr_box b;
+	sr_box_init(&b, req, res);
+	if (sr_box_prepare(&b, err)) {
+		sr_box_cleanup(&b);
 		return -1;
 	}
-	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s",
-		 sr_cgroup_mode_name(sr_cgroup_get_mode(r.cg)));
 	sr_error inner = { 0 };
-	if (start(&r, &inner) || finish(&r, &inner)) {
+	sr_outcome oc;
+	const sr_limits *lim = &req->policy->limits;
+	if (sr_box_start(&b, &inner) ||
+	    sr_box_watch(&b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner)) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
 	}
-	cleanup(&r);
+	sr_box_cleanup(&b);
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -76,6 +77,52 @@ static void read_stream(struct loop *l, int fd, bool is_out)
 	}
 }
 
+/* After "done": what the kernel wrote before it is in the pipes. */
+static void drain_streams(struct loop *l)
+{
+	char buf[65536];
+	int fds[2] = { l->w->out_fd, l->w->err_fd };
+	for (int i = 0; i < 2; i++)
+		for (ssize_t n = 1; n > 0 && !l->oc->output_exceeded;) {
+			n = read(fds[i], buf, sizeof buf);
+			if (n > 0) {
+				size_t cap = l->w->output_bytes;
+				sr_buf *b = i == 0 ? &l->res->out : &l->res->err;
+				size_t dropped = sr_buf_append(b, buf, (size_t)n, cap);
+				sr_buf_append(&l->res->merged, buf, (size_t)n - dropped, 2 * cap);
+				if (dropped) {
+					l->oc->output_exceeded = true;
+					l->res->truncated = true;
+					kill_init(l);
+				}
+			}
+		}
+}
+
+/* A kernel's control message: "D" + int32 status ends the run; "R"
+ * (ready) is only news. Its socket closing means the kernel is going. */
+static void read_ctl(struct loop *l)
+{
+	char msg[16];
+	ssize_t n = recv(l->w->ctl_fd, msg, sizeof msg, MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, l->w->ctl_fd, NULL);
+		return;
+	}
+	if (n == 5 && msg[0] == 'D' && !l->oc->timed_out && !l->oc->output_exceeded) {
+		int32_t st;
+		memcpy(&st, msg + 1, sizeof st);
+		l->oc->done = true;
+		l->oc->done_status = st;
+		l->oc->duration_ms = sr_now_ms() - l->start_ms;
+		drain_streams(l);
+		if (l->oc->output_exceeded)
+			l->oc->done = false; /* killed: wait for the end as usual */
+	}
+}
+
 /* The report pipe is non-blocking: false when it has nothing more. */
 static bool read_report(struct loop *l)
 {
@@ -119,7 +166,7 @@ static int setup_loop(struct loop *l, sr_error *err)
 	if (watch(l, l->w->pidfd, err) || watch(l, l->timer, err) || watch(l, l->w->out_fd, err) ||
 	    watch(l, l->w->err_fd, err) || watch(l, l->w->report_fd, err))
 		return -1;
-	return 0;
+	return l->w->ctl_fd >= 0 ? watch(l, l->w->ctl_fd, err) : 0;
 }
 
 static void dispatch(struct loop *l, int fd)
@@ -128,6 +175,8 @@ static void dispatch(struct loop *l, int fd)
 		read_stream(l, fd, fd == l->w->out_fd);
 	} else if (fd == l->w->report_fd) {
 		read_report(l);
+	} else if (fd == l->w->ctl_fd) {
+		read_ctl(l);
 	} else if (fd == l->timer) {
 		uint64_t ticks;
 		if (read(l->timer, &ticks, sizeof ticks) > 0 && !l->exited) {
@@ -153,7 +202,7 @@ int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *er
 			  .start_ms = sr_now_ms() };
 	int rc = setup_loop(&l, err);
 	uint64_t drain_until = 0;
-	while (rc == 0 && (!l.exited || l.out_open || l.err_open)) {
+	while (rc == 0 && !oc->done && (!l.exited || l.out_open || l.err_open)) {
 		int timeout = -1;
 		if (l.exited) {
 			uint64_t now = sr_now_ms();
@@ -175,7 +224,8 @@ int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *er
 	if (rc < 0)
 		kill_init(&l);
 	siginfo_t si;
-	while (waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+	while (!oc->done && waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED) < 0 &&
+	       errno == EINTR)
 		;
 	if (!oc->duration_ms)
 		oc->duration_ms = sr_now_ms() - l.start_ms;

@@ -127,3 +127,18 @@ bool sr_utf8_valid(const char *s, size_t len)
 			return false;
 	return true;
 }
+
+int sr_write_all(int fd, const void *data, size_t len)
+{
+	const char *d = data;
+	while (len) {
+		ssize_t n = write(fd, d, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		d += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -9,6 +9,8 @@
 
 /* Write s to an existing file (no create). Returns 0 or -errno. */
 int sr_write_file(const char *path, const char *s);
+/* Write all of data to fd (retrying short writes and EINTR): 0 or -1 with errno. */
+int sr_write_all(int fd, const void *data, size_t len);
 /* Read at most size-1 bytes, NUL-terminated. Returns length or -errno. */
 ssize_t sr_read_file(const char *path, char *buf, size_t size);
 /* First number in the file. Returns 0 or -errno. */

@@ -1,0 +1,214 @@
+/* A kernel: one sandbox whose python serves many runs (stateful sessions).
+ *
+ * Built like sr_run's sandbox (sandbox.c), with the working dir bound from
+ * a workspace and python running the runner's kernel mode: each run's
+ * code and stdin go down the control socket in a sealed memfd, and python
+ * answers "done" once the code finished and its output is flushed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "checker.h"
+#include "error.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define CTL_MSG_MAX  65536
+#define FLAG_NOCHECK 1
+
+struct sr_kernel {
+	sr_box box;
+	sr_run_request start; /* the policy and rootfs it was built with */
+	sr_result info;       /* its id and cgroup mode */
+	bool alive;
+};
+
+int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
+{
+	sr_kernel *k = calloc(1, sizeof *k);
+	if (!k)
+		return sr_fail(err, ENOMEM, "allocate a kernel");
+	k->start = (sr_run_request){ .policy = o->policy, .rootfs_dir = o->rootfs_dir };
+	if (sr_box_check_request(&k->start, err)) {
+		free(k);
+		return -1;
+	}
+	sr_box_init_result(&k->info, o->policy);
+	sr_box_init(&k->box, &k->start, &k->info);
+	k->box.kernel = true;
+	k->box.workdir_host = o->workspace ? sr_workspace_path(o->workspace) : NULL;
+	if (sr_box_prepare(&k->box, err) || sr_box_start(&k->box, err)) {
+		sr_box_cleanup(&k->box);
+		free(k);
+		return -1;
+	}
+	k->alive = true;
+	*out = k;
+	return 0;
+}
+
+bool sr_kernel_alive(const sr_kernel *k)
+{
+	if (!k->alive)
+		return false;
+	/* Between runs only its own background work can end it (an OOM kill
+	 * of a thread the code left running): the pidfd says so. */
+	struct pollfd p = { .fd = k->box.pidfd, .events = POLLIN };
+	return poll(&p, 1, 0) == 0;
+}
+
+/* Code then stdin, sealed: the kernel reads them at its pace. */
+static int code_memfd(const sr_run_request *req, sr_error *err)
+{
+	int fd = memfd_create("saferun-code", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return sr_fail(err, errno, "memfd for the code");
+	const void *parts[2] = { req->code, req->stdin_data };
+	size_t sizes[2] = { req->code_size, req->stdin_data ? req->stdin_size : 0 };
+	for (int i = 0; i < 2; i++)
+		if (sizes[i] && sr_write_all(fd, parts[i], sizes[i]) < 0) {
+			close(fd);
+			return sr_fail(err, errno, "write the code to its memfd");
+		}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0 ||
+	    lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return sr_fail(err, errno, "seal the code's memfd");
+	}
+	return fd;
+}
+
+/* "X" u32 code_len u32 stdin_len u8 flags, then the run's allow list
+ * joined by \x1f (entries with control characters name nothing). */
+static size_t ctl_message(const sr_run_request *req, char *msg)
+{
+	uint32_t lens[2] = { (uint32_t)req->code_size,
+			     (uint32_t)(req->stdin_data ? req->stdin_size : 0) };
+	msg[0] = 'X';
+	memcpy(msg + 1, lens, sizeof lens);
+	msg[9] = req->no_check ? FLAG_NOCHECK : 0;
+	size_t len = 10;
+	for (size_t i = 0; i < req->n_allow; i++) {
+		const char *a = req->allow[i];
+		size_t n = a ? strlen(a) : 0;
+		bool ok = n > 0 && len + n + 1 <= CTL_MSG_MAX;
+		for (size_t c = 0; ok && c < n; c++)
+			ok = (unsigned char)a[c] >= 0x20;
+		if (!ok)
+			continue;
+		memcpy(msg + len, a, n);
+		len += n;
+		msg[len++] = '\x1f';
+	}
+	return len;
+}
+
+static int send_run(sr_kernel *k, const sr_run_request *req, sr_error *err)
+{
+	int fd = code_memfd(req, err);
+	if (fd < 0)
+		return -1;
+	static __thread char msg[CTL_MSG_MAX];
+	struct iovec iov = { .iov_base = msg, .iov_len = ctl_message(req, msg) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	ssize_t n = sendmsg(k->box.ctl[0], &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	int e = errno;
+	close(fd);
+	if (n == (ssize_t)iov.iov_len)
+		return 0;
+	k->alive = false;
+	return sr_refuse(err, ESRCH, "the kernel %s has ended (%s); start another", k->info.id,
+			 strerror(n < 0 ? e : EIO));
+}
+
+/* The run's limits: the kernel's, lowered (never raised) by req->policy. */
+static void run_limits(const sr_kernel *k, const sr_run_request *req, uint64_t *wall, uint64_t *out)
+{
+	const sr_limits *kl = &k->start.policy->limits;
+	*wall = kl->wall_ms;
+	*out = kl->output_bytes;
+	if (req->policy) {
+		const sr_limits *rl = &req->policy->limits;
+		*wall = rl->wall_ms < *wall ? rl->wall_ms : *wall;
+		*out = rl->output_bytes < *out ? rl->output_bytes : *out;
+	}
+}
+
+int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	if (!sr_kernel_alive(k)) {
+		k->alive = false;
+		return sr_refuse(err, ESRCH, "the kernel %s has ended; start another", k->info.id);
+	}
+	if (sr_check_source_text(req->code, req->code_size, err))
+		return -1;
+	if (req->n_files)
+		return sr_refuse(err, EINVAL,
+				 "files cannot be given to a kernel run (write them into its "
+				 "workspace)");
+	sr_box_init_result(res, k->start.policy);
+	memcpy(res->id, k->info.id, sizeof res->id);
+	memcpy(res->cgroup_mode, k->info.cgroup_mode, sizeof res->cgroup_mode);
+	/* The kernel's checker settings, this run's allow list. */
+	sr_run_request vet = *req;
+	vet.policy = k->start.policy;
+	if (sr_box_vet(&vet, res) < 0)
+		return 0;
+	uint64_t wall, out;
+	run_limits(k, req, &wall, &out);
+	sr_cgroup_stats before;
+	sr_cgroup_read_stats(k->box.cg, &before);
+	if (send_run(k, req, err))
+		return -1;
+	k->box.res = res;
+	sr_outcome oc;
+	sr_error inner = { 0 };
+	int rc = sr_box_watch(&k->box, wall, out, &before, &oc, &inner);
+	k->box.res = &k->info;
+	if (rc < 0) {
+		res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
+	}
+	if (!oc.done) {
+		k->alive = false;
+		size_t len = strlen(res->message);
+		snprintf(res->message + len, sizeof res->message - len,
+			 "%s(the kernel ended: its variables are gone)", len ? "; " : "");
+	}
+	return 0;
+}
+
+void sr_kernel_kill(sr_kernel *k)
+{
+	/* The pidfd stays open until sr_kernel_stop: no pid reuse race. */
+	if (k && k->box.pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, k->box.pidfd, SIGKILL, NULL, 0);
+}
+
+void sr_kernel_stop(sr_kernel *k)
+{
+	if (!k)
+		return;
+	sr_box_cleanup(&k->box);
+	free(k);
+}

@@ -1,0 +1,55 @@
+/* The pieces of one sandbox that sr_run and a kernel (kernel.c) share:
+ * building it, watching a run, classifying the end, tearing it down.
+ * sr_run uses them once; a kernel builds once and watches many runs. */
+#ifndef SR_SANDBOX_H
+#define SR_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "mounts.h"
+#include "saferun.h"
+#include "seccomp_bpf.h"
+#include "supervise.h"
+
+typedef struct sr_box {
+	const sr_run_request *req; /* kernel: code NULL, only the start-up settings */
+	const sr_policy *p;
+	const char *workdir_host; /* kernel: the workspace bound as the working dir */
+	bool kernel;              /* python serves runs over a control socket */
+	sr_result *res;
+	char *rootfs;
+	sr_mount_plan plan;
+	sr_bpf filter;
+	sr_cgroup *cg;
+	char **envp;
+	char *guard; /* the runner's audit-hook settings, NULL: no hook */
+	char *argv[8];
+	int sync[2], report[2], out[2], err[2], in_fd;
+	int ctl[2]; /* a kernel's control socket pair, else -1 */
+	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
+	int pidfd;
+	pid_t pid;
+} sr_box;
+
+/* Every fd -1, nothing allocated. */
+void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res);
+/* Root, policy, code text, sizes, user namespaces: refused before anything. */
+int sr_box_check_request(const sr_run_request *req, sr_error *err);
+void sr_box_init_result(sr_result *res, const sr_policy *p);
+/* The pre-execution checker: < 0 when res now says rejected/internal_error. */
+int sr_box_vet(const sr_run_request *req, sr_result *res);
+/* Plan, cgroup, pipes: failures are the request's (nothing ran). */
+int sr_box_prepare(sr_box *b, sr_error *err);
+/* Clone into the namespaces, map ids, network, release the child. */
+int sr_box_start(sr_box *b, sr_error *err);
+/* Supervise one run (the whole life for sr_run; until "done" for a
+ * kernel) with these limits, then classify it into b->res. before: the
+ * group's counters when the run began (NULL: zero). */
+int sr_box_watch(sr_box *b, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
+		 sr_outcome *oc, sr_error *err);
+/* Kill what runs, close, remove the group, free. */
+void sr_box_cleanup(sr_box *b);
+
+#endif
