@@ -43,6 +43,15 @@ static const struct key keys[] = {
 	{ "max_body_size", K_SIZE, F(max_body_bytes), 1024, 1ull << 30, "request body cap (8M)" },
 	{ "max_connections", K_COUNT, F(max_connections), 4, 65536, "open connections (1024)" },
 	{ "shutdown_grace", K_DURATION, F(shutdown_grace_ms), 0, 3600000, "drain time (30s)" },
+	{ "workspaces_dir", K_STRING, F(workspaces_dir), 0, 0,
+	  "sessions' dirs (" SRD_DEFAULT_WORKSPACES ")" },
+	{ "max_sessions", K_COUNT, F(max_sessions), 0, 100000, "sessions open at once (64)" },
+	{ "session_ttl", K_DURATION, F(session_ttl_ms), 1000, 7ull * 86400000,
+	  "idle session lifetime (30m)" },
+	{ "session_max_age", K_DURATION, F(session_max_age_ms), 1000, 30ull * 86400000,
+	  "session lifetime (24h)" },
+	{ "max_file_size", K_SIZE, F(max_file_bytes), 1, 1ull << 32,
+	  "one file via the files API (64M)" },
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 
@@ -248,6 +257,11 @@ static void set_defaults(srd_config *c)
 		.max_body_bytes = 8u << 20,
 		.max_connections = 1024,
 		.shutdown_grace_ms = 30000,
+		.workspaces_dir = strdup(SRD_DEFAULT_WORKSPACES),
+		.max_sessions = 64,
+		.session_ttl_ms = 30u * 60000,
+		.session_max_age_ms = 24u * 3600000,
+		.max_file_bytes = 64u << 20,
 	};
 }
 
@@ -321,8 +335,9 @@ int srd_config_load(srd_config *c, int argc, char **argv, char *msg, size_t size
 
 void srd_config_free(srd_config *c)
 {
-	char **strs[] = { &c->config_file, &c->socket_path,  &c->socket_group, &c->listen,
-			  &c->token_file,  &c->policies_dir, &c->rootfs_dir,   &c->default_policy };
+	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
+			  &c->listen,      &c->token_file,     &c->policies_dir,
+			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

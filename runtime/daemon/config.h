@@ -8,9 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRD_DEFAULT_CONFIG   "/etc/saferun/saferund.json"
-#define SRD_DEFAULT_SOCKET   "/run/saferun/saferund.sock"
-#define SRD_DEFAULT_POLICIES "/etc/saferun/policies"
+#define SRD_DEFAULT_CONFIG     "/etc/saferun/saferund.json"
+#define SRD_DEFAULT_SOCKET     "/run/saferun/saferund.sock"
+#define SRD_DEFAULT_POLICIES   "/etc/saferun/policies"
+#define SRD_DEFAULT_WORKSPACES "/run/saferun/workspaces"
 
 typedef struct srd_config {
 	char *config_file;
@@ -27,7 +28,12 @@ typedef struct srd_config {
 	uint64_t max_body_bytes;
 	uint64_t max_connections;
 	uint64_t shutdown_grace_ms;
-	bool policies_dir_given; /* a missing dir is an error only if asked for */
+	char *workspaces_dir;        /* sessions' working dirs (one tmpfs each) */
+	uint64_t max_sessions;       /* open at once */
+	uint64_t session_ttl_ms;     /* idle time before a session is closed */
+	uint64_t session_max_age_ms; /* a session's whole life */
+	uint64_t max_file_bytes;     /* one file through the files API */
+	bool policies_dir_given;     /* a missing dir is an error only if asked for */
 } srd_config;
 
 /* Fill c from defaults, the config file and argv. Returns 0, 1 when

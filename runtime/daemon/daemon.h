@@ -14,6 +14,7 @@
 typedef struct srd_ctx {
 	const srd_config *cfg;
 	srd_policies *policies;
+	struct srd_sessions *sessions;
 	srd_gate gate;
 	srd_metrics metrics;
 	const char *token; /* bearer token for TCP; NULL: none */

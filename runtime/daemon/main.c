@@ -16,6 +16,7 @@
 #include "listen.h"
 #include "log.h"
 #include "server.h"
+#include "sessions.h"
 
 static int signal_pipe[2] = { -1, -1 };
 
@@ -83,9 +84,12 @@ static void serve(srd_ctx *ctx)
 	for (;;) {
 		struct pollfd pfd = { .fd = signal_pipe[0], .events = POLLIN };
 		unsigned char sig;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		/* Once a second: close the sessions past their TTL. */
+		int ready = poll(&pfd, 1, 1000);
+		if (ready < 0 && errno != EINTR)
 			return;
-		if (read(signal_pipe[0], &sig, 1) != 1)
+		srd_sessions_reap(ctx->sessions);
+		if (ready <= 0 || read(signal_pipe[0], &sig, 1) != 1)
 			continue;
 		if (sig != SIGHUP) {
 			srd_log("info", "shutdown", "signal %d: draining", sig);
@@ -114,6 +118,9 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 		cleanup_stale("shutdown"); /* their results say "killed" */
 		srd_gate_wait_idle(&ctx->gate, 10000);
 	}
+	/* Sessions close with the daemon: their workspaces are tmpfs. */
+	srd_sessions_close(ctx->sessions);
+	ctx->sessions = NULL;
 	/* Let the last answers go out before the connections close. */
 	for (int i = 0; i < 500 && atomic_load(&ctx->requests_active); i++)
 		usleep(10000);
@@ -160,7 +167,8 @@ int main(int argc, char **argv)
 		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
 		if (n > 0)
 			cleanup_stale("start-up");
-		rc = n < 0 ? -1 : srd_server_start(&ctx, ls, n, &srv, msg, sizeof msg);
+		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
+		rc = rc < 0 ? -1 : srd_server_start(&ctx, ls, n, &srv, msg, sizeof msg);
 		if (rc == 0) {
 			log_ready(&ctx, ls, n);
 			serve(&ctx);
@@ -175,6 +183,7 @@ int main(int argc, char **argv)
 	}
 	if (rc < 0)
 		srd_log("error", "start", "saferund: %s", msg);
+	srd_sessions_close(ctx.sessions);
 	srd_policies_close(ctx.policies);
 	if (ctx.cfg) {
 		srd_gate_destroy(&ctx.gate);

@@ -6,6 +6,7 @@
 
 #include "packages.h"
 #include "run.h"
+#include "session_routes.h"
 
 extern const unsigned char srd_embedded_openapi[];
 extern const size_t srd_embedded_openapi_len;
@@ -18,10 +19,35 @@ static void handle_packages(srd_ctx *ctx, const srd_request *req, srd_response *
 static void handle_package_names(srd_ctx *ctx, const srd_request *req, srd_response *res);
 
 static const srd_route_def routes[] = {
-	{ "POST", "/v1/run", srd_handle_run },         { "GET", "/v1/health", handle_health },
-	{ "GET", "/health", handle_health },           { "GET", "/metrics", handle_metrics },
-	{ "GET", "/v1/openapi.json", handle_openapi }, { "GET", "/", handle_root },
-	{ "GET", "/v1/packages", handle_packages },    { "GET", "/packages", handle_package_names },
+	{ "POST", "/v1/run", srd_handle_run },
+	{ "GET", "/v1/health", handle_health },
+	{ "GET", "/health", handle_health },
+	{ "GET", "/metrics", handle_metrics },
+	{ "GET", "/v1/openapi.json", handle_openapi },
+	{ "GET", "/", handle_root },
+	{ "GET", "/v1/packages", handle_packages },
+	{ "GET", "/packages", handle_package_names },
+	/* sessions and their files */
+	{ "POST", "/v1/sessions", srd_handle_session_create },
+	{ "GET", "/v1/sessions", srd_handle_session_list },
+	{ "GET", "/v1/sessions/{id}", srd_handle_session_get },
+	{ "DELETE", "/v1/sessions/{id}", srd_handle_session_delete },
+	{ "POST", "/v1/sessions/{id}/run", srd_handle_session_run },
+	{ "GET", "/v1/sessions/{id}/files", srd_handle_files_list },
+	{ "GET", "/v1/sessions/{id}/files/{path*}", srd_handle_file_get },
+	{ "PUT", "/v1/sessions/{id}/files/{path*}", srd_handle_file_put },
+	{ "DELETE", "/v1/sessions/{id}/files/{path*}", srd_handle_file_delete },
+	/* AgentRunPlus */
+	{ "POST", "/sessions", srd_handle_arp_create },
+	{ "GET", "/sessions", srd_handle_arp_list },
+	{ "GET", "/sessions/{id}", srd_handle_arp_get },
+	{ "DELETE", "/sessions/{id}", srd_handle_arp_delete },
+	{ "POST", "/sessions/{id}/execute", srd_handle_arp_execute },
+	{ "POST", "/sessions/{id}/copy-to", srd_handle_arp_copy_to },
+	{ "POST", "/sessions/{id}/copy-from", srd_handle_arp_copy_from },
+	{ "GET", "/sessions/{id}/artifacts", srd_handle_arp_artifacts },
+	{ "GET", "/sessions/{id}/artifacts/{filename*}", srd_handle_arp_artifact_get },
+	{ "GET", "/sessions/{id}/src", srd_handle_arp_src },
 };
 #define N_ROUTES (sizeof routes / sizeof *routes)
 
@@ -120,7 +146,7 @@ static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *re
 	cJSON_AddNumberToObject(j, "queue_depth", waiting);
 	cJSON_AddNumberToObject(j, "max_concurrent_runs", ctx->gate.max_running);
 	cJSON_AddNumberToObject(j, "queue_capacity", ctx->gate.max_waiting);
-	cJSON_AddNumberToObject(j, "active_sessions", 0);
+	cJSON_AddNumberToObject(j, "active_sessions", srd_sessions_count(ctx->sessions));
 	cJSON *protocols = cJSON_AddArrayToObject(j, "protocols");
 	cJSON_AddItemToArray(protocols, cJSON_CreateString("rest"));
 	cJSON_AddItemToObject(j, "policies", srd_policies_names(ctx->policies));

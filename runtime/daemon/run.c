@@ -8,7 +8,7 @@
 
 #include "log.h"
 
-static srd_gate_result enter_gate(srd_ctx *ctx, srd_ferr *e)
+srd_gate_result srd_run_enter_gate(srd_ctx *ctx, srd_ferr *e)
 {
 	srd_gate_result g = srd_gate_enter(&ctx->gate);
 	if (g == SRD_GATE_FULL) {
@@ -27,7 +27,7 @@ static srd_gate_result enter_gate(srd_ctx *ctx, srd_ferr *e)
 }
 
 /* The library refused before anything ran: bad input, or a host problem. */
-static int refused(const sr_error *err, srd_ferr *e)
+int srd_run_refused(const sr_error *err, srd_ferr *e)
 {
 	switch (err->errnum) {
 	case EINVAL: return srd_fail(e, 400, NULL, "%s", err->msg);
@@ -39,21 +39,30 @@ static int refused(const sr_error *err, srd_ferr *e)
 
 /* Sandboxes inherit the calling thread's signal mask across exec; the
  * server's threads block some signals, the code must not see that. */
+void srd_unmask_signals(sigset_t *old)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, old);
+}
+
 static int run_unmasked(const sr_run_request *req, sr_result *res, sr_error *err)
 {
-	sigset_t none, old;
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, &old);
+	sigset_t old;
+	srd_unmask_signals(&old);
 	int rc = sr_run(req, res, err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 
-static void log_run(const sr_result *r, const char *policy, const srd_peer *peer, uint64_t queue_ms,
-		    uint64_t total_ms, size_t code_len)
+void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
+		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len)
 {
+	srd_metrics_run(&ctx->metrics, r->status, r->duration_ms, queue_ms);
 	cJSON *line = cJSON_CreateObject();
 	cJSON_AddStringToObject(line, "id", r->id);
+	if (session)
+		cJSON_AddStringToObject(line, "session", session);
 	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
 	cJSON_AddStringToObject(line, "policy", policy);
 	cJSON_AddStringToObject(line, "status", sr_status_name(r->status));
@@ -103,7 +112,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.n_allow = o->n_allow,
 	};
 	uint64_t t0 = srd_now_ms();
-	if (enter_gate(ctx, e) != SRD_GATE_OK) {
+	if (srd_run_enter_gate(ctx, e) != SRD_GATE_OK) {
 		sr_policy_free(p);
 		return -1;
 	}
@@ -114,10 +123,9 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	sr_policy_free(p);
 	if (rc < 0) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
-		return refused(&err, e);
+		return srd_run_refused(&err, e);
 	}
-	srd_metrics_run(&ctx->metrics, res->status, res->duration_ms, t1 - t0);
-	log_run(res, name, peer, t1 - t0, srd_now_ms() - t0, o->code_len);
+	srd_run_record(ctx, res, name, NULL, peer, t1 - t0, srd_now_ms() - t0, o->code_len);
 	return 0;
 }
 

@@ -4,6 +4,8 @@
 #ifndef SRD_RUN_H
 #define SRD_RUN_H
 
+#include <signal.h>
+
 #include "daemon.h"
 #include "http.h"
 #include "run_opts.h"
@@ -16,5 +18,17 @@ void srd_handle_run(srd_ctx *ctx, const srd_request *req, srd_response *res);
  * says why nothing ran (4xx: the request, 429/503: try later, 500). */
 int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, sr_result *res,
 		    srd_ferr *e);
+
+/* The pieces sessions share with one-shot runs. */
+/* Wait for a run slot: SRD_GATE_OK, or e says 429/503. */
+srd_gate_result srd_run_enter_gate(srd_ctx *ctx, srd_ferr *e);
+/* The library refused before anything ran: err as a 4xx/5xx. */
+int srd_run_refused(const sr_error *err, srd_ferr *e);
+/* Metrics and the run's log line (session: its id, or NULL). */
+void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
+		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len);
+/* Sandboxes inherit the calling thread's signal mask: clear it around
+ * anything that clones one (restore with pthread_sigmask(old)). */
+void srd_unmask_signals(sigset_t *old);
 
 #endif

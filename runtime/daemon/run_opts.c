@@ -10,6 +10,15 @@
 static const char *const run_keys[] = {
 	"code", "policy", "timeout", "memory", "cpus", "env", "files", "stdin", "allow", NULL,
 };
+/* A session fixes its policy, memory, CPUs and environment when it is
+ * created (its sandbox identity); each of its runs brings code, stdin, an
+ * allow list, files and at most a lower timeout. */
+static const char *const session_keys[] = {
+	"policy", "timeout", "memory", "cpus", "env", "files", "allow", "stateful", NULL,
+};
+static const char *const session_run_keys[] = {
+	"code", "timeout", "stdin", "allow", "files", NULL,
+};
 
 /* timeout: seconds as a number, or a duration string ("500ms", "2m"). */
 static int parse_timeout(const cJSON *v, srd_run_opts *o, srd_ferr *e)
@@ -190,22 +199,42 @@ static int parse_allow(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 	return 0;
 }
 
+static int parse_stateful(const cJSON *v, srd_run_opts *o, srd_ferr *e)
+{
+	if (!cJSON_IsBool(v))
+		return srd_fail(e, 400, "stateful",
+				"\"stateful\" must be true or false (true: variables persist "
+				"between runs), not %s",
+				srd_json_kind(v));
+	o->stateful = cJSON_IsTrue(v);
+	return 0;
+}
+
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e)
 {
+	return srd_run_opts_parse_as(obj, SRD_OPTS_RUN, o, e);
+}
+
+int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o, srd_ferr *e)
+{
+	static const char *const *const keys[] = { run_keys, session_keys, session_run_keys };
+	bool need_code = kind != SRD_OPTS_SESSION;
 	memset(o, 0, sizeof *o);
-	if (srd_json_check_keys(obj, run_keys, "", e) ||
-	    srd_json_string(obj, "code", true, &o->code, e) ||
+	if (srd_json_check_keys(obj, keys[kind], "", e) ||
+	    srd_json_string(obj, "code", need_code, &o->code, e) ||
 	    srd_json_string(obj, "policy", false, &o->policy, e) ||
 	    srd_json_string(obj, "stdin", false, &o->stdin_data, e))
 		return -1;
-	o->code_len = strlen(o->code);
+	o->code_len = o->code ? strlen(o->code) : 0;
 	o->stdin_len = o->stdin_data ? strlen(o->stdin_data) : 0;
 	static const struct {
 		const char *key;
 		int (*parse)(const cJSON *v, srd_run_opts *o, srd_ferr *e);
 	} fields[] = {
-		{ "timeout", parse_timeout }, { "memory", parse_memory }, { "cpus", parse_cpus },
-		{ "env", parse_env },         { "files", parse_files },   { "allow", parse_allow },
+		{ "timeout", parse_timeout },   { "memory", parse_memory },
+		{ "cpus", parse_cpus },         { "env", parse_env },
+		{ "files", parse_files },       { "allow", parse_allow },
+		{ "stateful", parse_stateful },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		const cJSON *v = srd_json_get(obj, fields[i].key);

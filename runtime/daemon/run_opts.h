@@ -32,10 +32,19 @@ typedef struct srd_run_opts {
 	size_t stdin_len;
 	const char **allow; /* array owned */
 	size_t n_allow;
+	bool stateful; /* a session's: one interpreter for all its runs */
 } srd_run_opts;
+
+typedef enum srd_opts_kind {
+	SRD_OPTS_RUN,         /* POST /v1/run */
+	SRD_OPTS_SESSION,     /* POST /v1/sessions: no code */
+	SRD_OPTS_SESSION_RUN, /* POST /v1/sessions/{id}/run */
+} srd_opts_kind;
 
 /* {code, policy?, timeout?, memory?, cpus?, env?, files?, stdin?, allow?} */
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e);
+/* The same for the session bodies: each kind takes its own keys. */
+int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o, srd_ferr *e);
 void srd_run_opts_free(srd_run_opts *o);
 /* Apply timeout, memory, cpus and env to p. They may lower the policy's
  * limits, never raise them: the operator's policy is the ceiling. */

@@ -56,7 +56,9 @@ class Daemon:
         for name, doc in (policies or {"default": HOST_POLICY, "host": HOST_POLICY}).items():
             self.write_policy(name, doc)
         self.token = token
-        self.args = ["--socket", self.socket, "--policies-dir", self.policies, *args]
+        self.workspaces = os.path.join(self.dir, "workspaces")
+        self.args = ["--socket", self.socket, "--policies-dir", self.policies,
+                     "--workspaces-dir", self.workspaces, *args]
         if tcp:
             self.args += ["--listen", "127.0.0.1:0"]
         if token:
@@ -181,6 +183,11 @@ class Daemon:
                          if os.path.isdir(os.path.join(parent, e))]
         return left
 
+    def mounted_workspaces(self):
+        """Workspace tmpfs mounts of this daemon still in the mount table."""
+        with open("/proc/self/mountinfo") as f:
+            return [l.split()[4] for l in f if l.split()[4].startswith(self.workspaces + "/")]
+
     def cleanup(self):
         """Stop it as systemd would; a sanitizer report fails the test."""
         if self.proc and self.proc.poll() is None:
@@ -208,6 +215,8 @@ class Daemon:
                     except OSError:
                         kill_group(path)
                         time.sleep(0.02)
+        for m in self.mounted_workspaces():
+            subprocess.run(["umount", "-l", m], check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -1,0 +1,243 @@
+/* The native session routes: /v1/sessions and their files. */
+#include "session_routes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sessions.h"
+
+/* The workspace paths the API shows: relative to the working dir. */
+#define MAX_LIST 10000
+
+static void respond_ferr(srd_response *res, const srd_ferr *e)
+{
+	srd_respond_error(res, e);
+}
+
+/* An empty body is {}: a session with the default policy. */
+static int parse_body(const srd_request *req, srd_opts_kind kind, cJSON **doc, srd_run_opts *o,
+		      srd_ferr *e)
+{
+	static const char empty[] = "{}";
+	bool none = !req->body || req->body_len == 0;
+	return srd_json_parse_object(none ? empty : req->body, none ? 2 : req->body_len, doc, e) ||
+		       srd_run_opts_parse_as(*doc, kind, o, e)
+		   ? -1
+		   : 0;
+}
+
+static void add_urls(cJSON *j, const char *id)
+{
+	char url[96];
+	snprintf(url, sizeof url, "/v1/sessions/%s/run", id);
+	cJSON_AddStringToObject(j, "run_url", url);
+	snprintf(url, sizeof url, "/v1/sessions/%s/files", id);
+	cJSON_AddStringToObject(j, "files_url", url);
+}
+
+void srd_handle_session_create(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	cJSON *doc = NULL;
+	srd_run_opts o;
+	srd_session *ss = NULL;
+	if (parse_body(req, SRD_OPTS_SESSION, &doc, &o, &e) == 0 &&
+	    srd_session_create(ctx, &o, req->peer, &ss, &e) == 0) {
+		cJSON *j = srd_session_json(ss);
+		add_urls(j, srd_session_id(ss));
+		srd_respond_json(res, 201, j);
+		srd_session_release(ss);
+	} else {
+		respond_ferr(res, &e);
+	}
+	srd_run_opts_free(&o);
+	cJSON_Delete(doc);
+}
+
+void srd_handle_session_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
+	cJSON *ids = srd_sessions_ids(ctx->sessions), *list = cJSON_CreateArray(), *id;
+	cJSON_ArrayForEach(id, ids)
+	{
+		srd_ferr e = { 0 };
+		srd_session *ss = srd_session_find(ctx->sessions, id->valuestring, &e);
+		if (ss) /* it may have closed since */
+			cJSON_AddItemToArray(list, srd_session_json(ss));
+		srd_session_release(ss);
+	}
+	cJSON_Delete(ids);
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(list));
+	cJSON_AddItemToObject(j, "sessions", list);
+	srd_respond_json(res, 200, j);
+}
+
+void srd_handle_session_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	cJSON *j = srd_session_json(ss);
+	add_urls(j, srd_session_id(ss));
+	srd_respond_json(res, 200, j);
+	srd_session_release(ss);
+}
+
+void srd_handle_session_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	if (srd_session_end(ctx->sessions, req->params[0], &e)) {
+		respond_ferr(res, &e);
+		return;
+	}
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "session_id", req->params[0]);
+	cJSON_AddBoolToObject(j, "closed", true);
+	srd_respond_json(res, 200, j);
+}
+
+void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	cJSON *doc = NULL;
+	srd_run_opts o = { 0 };
+	sr_result r;
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	if (parse_body(req, SRD_OPTS_SESSION_RUN, &doc, &o, &e) ||
+	    srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
+		respond_ferr(res, &e);
+	} else {
+		char *json = sr_result_to_json(&r);
+		cJSON *j = json ? cJSON_Parse(json) : NULL;
+		free(json);
+		sr_result_free(&r);
+		if (j) {
+			cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
+			srd_respond_json(res, 200, j);
+		} else {
+			respond_ferr(res, &(srd_ferr){ .status = 500, .msg = "out of memory" });
+		}
+	}
+	srd_session_release(ss);
+	srd_run_opts_free(&o);
+	cJSON_Delete(doc);
+}
+
+static const char *type_name(char t)
+{
+	return t == 'f' ? "file" : t == 'd' ? "dir" : t == 'l' ? "symlink" : "other";
+}
+
+/* Everything under dir ("" for all) as [{path, size, type}]. */
+cJSON *srd_session_listing(srd_session *ss, const char *dir, srd_ferr *e)
+{
+	sr_workspace_entry *ent;
+	size_t n;
+	sr_error err = { 0 };
+	if (sr_workspace_list(srd_session_workspace(ss), dir, MAX_LIST, &ent, &n, &err)) {
+		srd_session_file_error(&err, "path", e);
+		return NULL;
+	}
+	cJSON *files = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "path", ent[i].path);
+		cJSON_AddNumberToObject(f, "size", (double)ent[i].size);
+		cJSON_AddStringToObject(f, "type", type_name(ent[i].type));
+		cJSON_AddItemToArray(files, f);
+	}
+	sr_workspace_entries_free(ent, n);
+	return files;
+}
+
+void srd_handle_files_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	cJSON *files = srd_session_listing(ss, "", &e);
+	if (files) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
+		cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
+		cJSON_AddItemToObject(j, "files", files);
+		srd_respond_json(res, 200, j);
+	} else {
+		respond_ferr(res, &e);
+	}
+	srd_session_release(ss);
+}
+
+/* Send a workspace file as the body; e for the errors. */
+int srd_session_send_file(srd_ctx *ctx, srd_session *ss, const char *path, const char *name,
+			  srd_response *res, srd_ferr *e)
+{
+	void *data;
+	size_t size;
+	sr_error err = { 0 };
+	if (sr_workspace_read(srd_session_workspace(ss), path, ctx->cfg->max_file_bytes, &data,
+			      &size, &err))
+		return srd_session_file_error(&err, "path", e);
+	srd_respond_attachment(res, 200, name, data, size);
+	return 0;
+}
+
+void srd_handle_file_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	if (srd_session_send_file(ctx, ss, req->rest, req->rest, res, &e))
+		respond_ferr(res, &e);
+	srd_session_release(ss);
+}
+
+void srd_handle_file_put(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	sr_error err = { 0 };
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	if (req->body_len > ctx->cfg->max_file_bytes) {
+		srd_fail(&e, 413, "path",
+			 "%s: %zu bytes is over the %llu byte file cap (max_file_size)", req->path,
+			 req->body_len, (unsigned long long)ctx->cfg->max_file_bytes);
+		respond_ferr(res, &e);
+	} else if (sr_workspace_write(srd_session_workspace(ss), req->rest,
+				      req->body ? req->body : "", req->body_len, &err)) {
+		srd_session_file_error(&err, "path", &e);
+		respond_ferr(res, &e);
+	} else {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "path", req->rest);
+		cJSON_AddNumberToObject(j, "size", (double)req->body_len);
+		srd_respond_json(res, 201, j);
+	}
+	srd_session_release(ss);
+}
+
+void srd_handle_file_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	sr_error err = { 0 };
+	srd_session *ss = srd_session_from_request(ctx, req, res);
+	if (!ss)
+		return;
+	if (sr_workspace_remove(srd_session_workspace(ss), req->rest, &err)) {
+		srd_session_file_error(&err, "path", &e);
+		respond_ferr(res, &e);
+	} else {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "path", req->rest);
+		cJSON_AddBoolToObject(j, "deleted", true);
+		srd_respond_json(res, 200, j);
+	}
+	srd_session_release(ss);
+}

@@ -1,0 +1,458 @@
+#include "sessions.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "run.h"
+
+struct srd_session {
+	char id[24];
+	char policy_name[128];
+	sr_policy *policy;
+	sr_workspace *ws;
+	bool stateful;
+	/* Taken by a run for its whole length: one interpreter, one run. */
+	pthread_mutex_t run_lock;
+	/* The kernel of the run in progress (and, stateful, between runs).
+	 * Changed under run_lock + table lock; read under the table lock to
+	 * kill it from srd_session_end. */
+	sr_kernel *kernel;
+	uint64_t created_ms, used_ms;
+	unsigned runs;
+	unsigned refs; /* the table's own (while open) + each request's */
+	bool ended;
+	srd_session *next;
+	srd_sessions *table;
+};
+
+struct srd_sessions {
+	pthread_mutex_t lock;
+	srd_session *head; /* oldest first */
+	unsigned count;
+	const srd_config *cfg;
+};
+
+int srd_sessions_open(const srd_config *cfg, srd_sessions **out, char *msg, size_t size)
+{
+	srd_sessions *s = calloc(1, sizeof *s);
+	if (!s)
+		return snprintf(msg, size, "out of memory"), -1;
+	pthread_mutex_init(&s->lock, NULL);
+	s->cfg = cfg;
+	sr_error err = { 0 };
+	int n = sr_workspace_cleanup_stale(cfg->workspaces_dir, &err);
+	if (n < 0) {
+		snprintf(msg, size, "workspaces_dir %s: %s", cfg->workspaces_dir, err.msg);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return -1;
+	}
+	if (n > 0)
+		srd_log("warning", "cleanup", "removed %d session workspace%s left behind", n,
+			n == 1 ? "" : "s");
+	*out = s;
+	return 0;
+}
+
+static void destroy(srd_session *ss)
+{
+	sr_kernel_stop(ss->kernel);
+	sr_workspace_destroy(ss->ws);
+	sr_policy_free(ss->policy);
+	pthread_mutex_destroy(&ss->run_lock);
+	free(ss);
+}
+
+void srd_session_release(srd_session *ss)
+{
+	if (!ss)
+		return;
+	srd_sessions *s = ss->table;
+	pthread_mutex_lock(&s->lock);
+	bool last = --ss->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		destroy(ss);
+}
+
+/* Under the table lock: out of the list, its run (if any) killed. */
+static void unlink_locked(srd_sessions *s, srd_session *ss, const char *why)
+{
+	for (srd_session **p = &s->head; *p; p = &(*p)->next)
+		if (*p == ss) {
+			*p = ss->next;
+			break;
+		}
+	s->count--;
+	ss->ended = true;
+	sr_kernel_kill(ss->kernel);
+	srd_log("info", "session", "%s closed (%s) after %u run%s", ss->id, why, ss->runs,
+		ss->runs == 1 ? "" : "s");
+}
+
+void srd_sessions_close(srd_sessions *s)
+{
+	if (!s)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		srd_session *ss = s->head;
+		if (ss)
+			unlink_locked(s, ss, "shutdown");
+		pthread_mutex_unlock(&s->lock);
+		if (!ss)
+			break;
+		srd_session_release(ss); /* the table's reference */
+	}
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+unsigned srd_sessions_count(srd_sessions *s)
+{
+	pthread_mutex_lock(&s->lock);
+	unsigned n = s->count;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void srd_sessions_reap(srd_sessions *s)
+{
+	uint64_t now = srd_now_ms();
+	for (;;) {
+		srd_session *found = NULL;
+		const char *why = NULL;
+		pthread_mutex_lock(&s->lock);
+		for (srd_session *ss = s->head; ss && !found; ss = ss->next) {
+			bool busy = ss->refs > 1; /* a request holds it */
+			if (now - ss->created_ms > s->cfg->session_max_age_ms)
+				found = ss, why = "session_max_age";
+			else if (!busy && now - ss->used_ms > s->cfg->session_ttl_ms)
+				found = ss, why = "idle past session_ttl";
+		}
+		if (found)
+			unlink_locked(s, found, why);
+		pthread_mutex_unlock(&s->lock);
+		if (!found)
+			return;
+		srd_session_release(found);
+	}
+}
+
+cJSON *srd_sessions_ids(srd_sessions *s)
+{
+	cJSON *ids = cJSON_CreateArray();
+	pthread_mutex_lock(&s->lock);
+	for (srd_session *ss = s->head; ss; ss = ss->next)
+		cJSON_AddItemToArray(ids, cJSON_CreateString(ss->id));
+	pthread_mutex_unlock(&s->lock);
+	return ids;
+}
+
+srd_session *srd_session_find(srd_sessions *s, const char *id, srd_ferr *e)
+{
+	srd_session *found = NULL;
+	pthread_mutex_lock(&s->lock);
+	for (srd_session *ss = s->head; ss && !found; ss = ss->next)
+		if (strcmp(ss->id, id) == 0) {
+			found = ss;
+			ss->refs++;
+		}
+	pthread_mutex_unlock(&s->lock);
+	if (!found)
+		srd_fail(e, 404, NULL,
+			 "Session %.64s not found (closed, expired, or never created)", id);
+	return found;
+}
+
+int srd_session_end(srd_sessions *s, const char *id, srd_ferr *e)
+{
+	srd_session *ss = srd_session_find(s, id, e);
+	if (!ss)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	bool was_open = !ss->ended;
+	if (was_open)
+		unlink_locked(s, ss, "closed by request");
+	pthread_mutex_unlock(&s->lock);
+	if (was_open)
+		srd_session_release(ss); /* the table's reference */
+	srd_session_release(ss);
+	return was_open ? 0 : srd_fail(e, 404, NULL, "Session %.64s not found", id);
+}
+
+srd_session *srd_session_from_request(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	srd_session *ss = srd_session_find(ctx->sessions, req->params[0], &e);
+	if (!ss)
+		srd_respond_error(res, &e);
+	return ss;
+}
+
+const char *srd_session_id(const srd_session *ss)
+{
+	return ss->id;
+}
+
+const char *srd_session_workdir(const srd_session *ss)
+{
+	return ss->policy->workdir;
+}
+
+sr_workspace *srd_session_workspace(srd_session *ss)
+{
+	return ss->ws;
+}
+
+int srd_session_file_error(const sr_error *err, const char *field, srd_ferr *e)
+{
+	unsigned status;
+	switch (err->errnum) {
+	case ENOENT: status = 404; break;
+	case ELOOP: status = 403; break;
+	case EINVAL:
+	case EISDIR:
+	case ENOTDIR: status = 400; break;
+	case EFBIG:
+	case E2BIG: status = 413; break;
+	case ENOSPC:
+	case EDQUOT: status = 507; break;
+	default: status = 500;
+	}
+	return srd_fail(e, status, field, "%s", err->msg);
+}
+
+static int write_files(srd_session *ss, const srd_run_opts *o, srd_ferr *e)
+{
+	for (size_t i = 0; i < o->n_files; i++) {
+		sr_error err = { 0 };
+		char field[32];
+		snprintf(field, sizeof field, "files[%zu]", i);
+		if (sr_workspace_write(ss->ws, o->files[i].name, o->files[i].data, o->files[i].size,
+				       &err))
+			return srd_session_file_error(&err, field, e);
+	}
+	return 0;
+}
+
+/* 16 hex digits from the kernel's CSPRNG: ids are not guessable, so one
+ * client cannot reach another's session by counting. */
+static int new_id(char *out, size_t size)
+{
+	unsigned char b[8];
+	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+		return -1;
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, size - 2 * i, "%02x", b[i]);
+	return 0;
+}
+
+static srd_session *new_session(srd_ctx *ctx, sr_policy *p, const char *name, srd_ferr *e)
+{
+	srd_session *ss = calloc(1, sizeof *ss);
+	if (!ss || new_id(ss->id, sizeof ss->id) < 0) {
+		free(ss);
+		srd_fail(e, 500, NULL, "no memory or randomness for a session");
+		return NULL;
+	}
+	snprintf(ss->policy_name, sizeof ss->policy_name, "%s", name);
+	sr_error err = { 0 };
+	if (sr_workspace_create(ctx->cfg->workspaces_dir, ss->id, p->limits.tmpfs_bytes, &ss->ws,
+				&err)) {
+		free(ss);
+		srd_fail(e, 500, NULL, "the session's workspace could not be made: %s", err.msg);
+		return NULL;
+	}
+	ss->policy = p;
+	pthread_mutex_init(&ss->run_lock, NULL);
+	ss->created_ms = ss->used_ms = srd_now_ms();
+	return ss;
+}
+
+int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, srd_session **out,
+		       srd_ferr *e)
+{
+	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
+	sr_policy *p = NULL;
+	if (srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	    srd_run_opts_apply(o, p, name, e)) {
+		sr_policy_free(p);
+		return -1;
+	}
+	srd_sessions *s = ctx->sessions;
+	pthread_mutex_lock(&s->lock);
+	bool full = s->count >= s->cfg->max_sessions;
+	if (!full)
+		s->count++; /* the place is ours while we build it */
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		sr_policy_free(p);
+		e->retry_after = 10;
+		return srd_fail(e, 429, NULL,
+				"%u sessions are open (max_sessions); close one or wait for "
+				"idle ones to expire",
+				(unsigned)s->cfg->max_sessions);
+	}
+	srd_session *ss = new_session(ctx, p, name, e);
+	if (!ss) {
+		sr_policy_free(p);
+	} else if (write_files(ss, o, e)) {
+		destroy(ss); /* frees p too */
+		ss = NULL;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (ss) {
+		ss->stateful = o->stateful;
+		ss->table = s;
+		ss->refs = 2; /* the table's and the caller's */
+		srd_session **tail = &s->head;
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = ss;
+	} else {
+		s->count--;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!ss)
+		return -1;
+	cJSON *line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, "session", ss->id);
+	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
+	cJSON_AddStringToObject(line, "policy", name);
+	cJSON_AddBoolToObject(line, "stateful", ss->stateful);
+	srd_log_json("session", line);
+	*out = ss;
+	return 0;
+}
+
+/* A live kernel for this run: the stateful one (restarted if it died),
+ * or a fresh one that ends with the run. */
+static int ensure_kernel(srd_ctx *ctx, srd_session *ss, sr_error *err)
+{
+	if (ss->kernel && sr_kernel_alive(ss->kernel))
+		return 0;
+	sr_kernel_options ko = { .policy = ss->policy,
+				 .rootfs_dir = ctx->cfg->rootfs_dir,
+				 .workspace = ss->ws };
+	sr_kernel *k = NULL;
+	sigset_t old;
+	srd_unmask_signals(&old);
+	int rc = sr_kernel_start(&ko, &k, err);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	srd_sessions *s = ss->table;
+	pthread_mutex_lock(&s->lock);
+	sr_kernel *dead = ss->kernel;
+	ss->kernel = rc == 0 ? k : NULL;
+	if (ss->ended) /* closed while we started it */
+		sr_kernel_kill(ss->kernel);
+	pthread_mutex_unlock(&s->lock);
+	sr_kernel_stop(dead);
+	return rc;
+}
+
+static void drop_kernel(srd_session *ss)
+{
+	srd_sessions *s = ss->table;
+	pthread_mutex_lock(&s->lock);
+	sr_kernel *k = ss->kernel;
+	ss->kernel = NULL;
+	pthread_mutex_unlock(&s->lock);
+	sr_kernel_stop(k);
+}
+
+static int run_in_kernel(srd_ctx *ctx, srd_session *ss, const sr_run_request *req, sr_result *res,
+			 sr_error *err)
+{
+	int rc = -1;
+	for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
+		if (ensure_kernel(ctx, ss, err))
+			return -1;
+		rc = sr_kernel_run(ss->kernel, req, res, err);
+		/* ESRCH: it had died between runs (say, an OOM kill of a
+		 * thread left running): once more in a fresh one. */
+		if (rc < 0 && err->errnum != ESRCH)
+			return -1;
+	}
+	if (!ss->stateful)
+		drop_kernel(ss);
+	return rc;
+}
+
+int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const srd_peer *peer,
+		    sr_result *res, srd_ferr *e)
+{
+	uint64_t t0 = srd_now_ms();
+	pthread_mutex_lock(&ss->run_lock);
+	int rc = -1;
+	if (ss->ended) {
+		srd_fail(e, 404, NULL, "Session %s was closed", ss->id);
+		goto out;
+	}
+	sr_policy lowered = *ss->policy; /* only its limits are read */
+	if (o->have_timeout && o->timeout_ms > lowered.limits.wall_ms) {
+		srd_fail(e, 400, "timeout",
+			 "\"timeout\": %g s is over the session's wall-time limit (%g s)",
+			 (double)o->timeout_ms / 1000.0, (double)lowered.limits.wall_ms / 1000.0);
+		goto out;
+	}
+	if (o->have_timeout)
+		lowered.limits.wall_ms = o->timeout_ms;
+	if (write_files(ss, o, e) || srd_run_enter_gate(ctx, e) != SRD_GATE_OK)
+		goto out;
+	uint64_t t1 = srd_now_ms();
+	sr_run_request req = { .policy = &lowered,
+			       .code = o->code,
+			       .code_size = o->code_len,
+			       .stdin_data = o->stdin_data,
+			       .stdin_size = o->stdin_len,
+			       .allow = o->allow,
+			       .n_allow = o->n_allow };
+	sr_error err = { 0 };
+	rc = run_in_kernel(ctx, ss, &req, res, &err);
+	srd_gate_leave(&ctx->gate);
+	if (rc < 0) {
+		srd_run_refused(&err, e);
+		goto out;
+	}
+	ss->runs++;
+	srd_run_record(ctx, res, ss->policy_name, ss->id, peer, t1 - t0, srd_now_ms() - t0,
+		       o->code_len);
+out:
+	ss->used_ms = srd_now_ms();
+	pthread_mutex_unlock(&ss->run_lock);
+	return rc;
+}
+
+cJSON *srd_session_json(srd_session *ss)
+{
+	uint64_t now = srd_now_ms(), used = 0, cap = 0;
+	sr_error err = { 0 };
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "session_id", ss->id);
+	cJSON_AddStringToObject(j, "policy", ss->policy_name);
+	cJSON_AddBoolToObject(j, "stateful", ss->stateful);
+	cJSON_AddNumberToObject(j, "created_s", (double)(now - ss->created_ms) / 1000.0);
+	cJSON_AddNumberToObject(j, "idle_s", (double)(now - ss->used_ms) / 1000.0);
+	cJSON_AddNumberToObject(j, "runs", ss->runs);
+	cJSON_AddStringToObject(j, "workdir", ss->policy->workdir);
+	cJSON *disk = cJSON_AddObjectToObject(j, "disk");
+	if (sr_workspace_usage(ss->ws, &used, &cap, &err) == 0) {
+		cJSON_AddNumberToObject(disk, "used_bytes", (double)used);
+		cJSON_AddNumberToObject(disk, "limit_bytes", (double)cap);
+	}
+	const sr_limits *l = &ss->policy->limits;
+	cJSON *lim = cJSON_AddObjectToObject(j, "limits");
+	cJSON_AddNumberToObject(lim, "wall_time_ms", (double)l->wall_ms);
+	cJSON_AddNumberToObject(lim, "cpus", l->cpu_millis / 1000.0);
+	cJSON_AddNumberToObject(lim, "memory_bytes", (double)l->memory_bytes);
+	cJSON_AddNumberToObject(lim, "pids", l->pids);
+	cJSON_AddNumberToObject(lim, "output_bytes", (double)l->output_bytes);
+	return j;
+}
