@@ -331,8 +331,12 @@ static int make_mount_point(sr_workspace *ws, const char *base, const char *id, 
 
 static int mount_tmpfs(sr_workspace *ws, sr_error *err)
 {
-	char data[128];
-	snprintf(data, sizeof data, "size=%" PRIu64 ",mode=0755,uid=%u,gid=%u", ws->cap,
+	/* Empty files cost no bytes but pin kernel memory: one inode per
+	 * 4 KiB of the cap (at least 1024) bounds them too. */
+	uint64_t inodes = ws->cap / 4096 > 1024 ? ws->cap / 4096 : 1024;
+	char data[160];
+	snprintf(data, sizeof data,
+		 "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0755,uid=%u,gid=%u", ws->cap, inodes,
 		 SR_SANDBOX_HOST_UID, SR_SANDBOX_HOST_GID);
 	if (mount("tmpfs", ws->path, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0)
 		return sr_fail(err, errno, "mount a tmpfs (%s) on %s", data, ws->path);

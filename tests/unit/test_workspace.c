@@ -464,6 +464,25 @@ static void test_full_workspace_is_enospc_and_leaves_nothing_behind(void)
 	sr_workspace_destroy(ws);
 }
 
+/* Empty files cost no bytes: the inode cap (one per 4 KiB, at least 1024)
+ * is what stops a run from pinning kernel memory with millions of them. */
+static void test_empty_files_are_capped_by_inodes(void)
+{
+	sr_error err = { 0 };
+	sr_workspace *ws = make("s7i", 1 * MIB);
+	REQUIRE(ws);
+	int rc = 0, made = 0;
+	for (; made < 1100 && rc == 0; made++) {
+		char name[32];
+		snprintf(name, sizeof name, "src/e%d", made);
+		rc = sr_workspace_write(ws, name, "", 0, &err);
+	}
+	CHECK_INT(rc, -1);
+	CHECK_INT(err.errnum, ENOSPC);
+	CHECK(made > 1000 && made <= 1024);
+	sr_workspace_destroy(ws);
+}
+
 static void test_remove_takes_links_not_their_targets(void)
 {
 	sr_error err = { 0 };
@@ -691,6 +710,7 @@ int main(void)
 	test_symlinks_are_never_followed();
 	test_special_files_and_sizes();
 	test_full_workspace_is_enospc_and_leaves_nothing_behind();
+	test_empty_files_are_capped_by_inodes();
 	test_remove_takes_links_not_their_targets();
 	test_list_is_sorted_with_types_and_sizes();
 	test_trees_deeper_than_the_limit_are_refused();
