@@ -22,6 +22,7 @@ typedef struct srd_peer {
 	uid_t uid;
 	gid_t gid;
 	char addr[64]; /* TCP: "127.0.0.1:53412" */
+	int fd;        /* the connection's socket (to notice the client leaving), or -1 */
 } srd_peer;
 
 #define SRD_MAX_PARAMS 4

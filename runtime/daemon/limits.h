@@ -8,12 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct srd_waiter;
+
 typedef struct srd_gate {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	unsigned max_running, max_waiting;
 	unsigned running, waiting;
-	uint64_t next_ticket, head; /* FIFO: tickets are admitted in order */
+	struct srd_waiter *first, *last; /* FIFO: admitted in arrival order */
 	bool closed;
 } srd_gate;
 
@@ -21,12 +23,16 @@ typedef enum srd_gate_result {
 	SRD_GATE_OK = 0,
 	SRD_GATE_FULL,   /* the queue is full: try again later */
 	SRD_GATE_CLOSED, /* the daemon is shutting down */
+	SRD_GATE_GONE,   /* gone() said the caller left while it waited */
 } srd_gate_result;
 
 int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting);
 void srd_gate_destroy(srd_gate *g);
 /* Wait for a slot; on SRD_GATE_OK the caller must srd_gate_leave. */
 srd_gate_result srd_gate_enter(srd_gate *g);
+/* The same, asking gone(arg) every 100 ms while queued: a client that
+ * disconnected gives up its place instead of running for no one. */
+srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void *arg);
 void srd_gate_leave(srd_gate *g);
 void srd_gate_close(srd_gate *g);
 /* Wait until nothing runs, at most timeout_ms. True when idle. */

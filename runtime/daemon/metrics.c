@@ -97,12 +97,13 @@ static void render_runs(FILE *f, const srd_metrics *m)
 
 static void render_refusals(FILE *f, const srd_metrics *m)
 {
-	static const char *const why[] = { "bad_request", "queue_full", "draining" };
+	static const char *const why[SRD_REFUSALS] = { "bad_request", "queue_full", "draining",
+						       "client_gone" };
 	fputs(
 	    "# HELP saferund_runs_refused_total Run requests refused before a sandbox was built.\n"
 	    "# TYPE saferund_runs_refused_total counter\n",
 	    f);
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < SRD_REFUSALS; i++)
 		fprintf(f, "saferund_runs_refused_total{reason=\"%s\"} %llu\n", why[i],
 			(unsigned long long)m->refused[i]);
 	fputs("# HELP saferund_http_requests_total HTTP requests answered, by status class.\n"

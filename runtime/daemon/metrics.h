@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SRD_REFUSALS 4
+
 #include "limits.h"
 #include "saferun.h"
 
@@ -20,12 +22,18 @@ typedef struct srd_metrics {
 	double run_seconds;
 	uint64_t queue_wait_count;
 	double queue_wait_seconds;
-	uint64_t refused[3];           /* bad request (4xx), queue full (429), draining (503) */
-	uint64_t requests_by_class[6]; /* 1xx .. 5xx by first digit */
+	uint64_t refused[SRD_REFUSALS]; /* see enum srd_refusal */
+	uint64_t requests_by_class[6];  /* 1xx .. 5xx by first digit */
 	uint64_t started_ms;
 } srd_metrics;
 
-enum srd_refusal { SRD_REFUSED_BAD_REQUEST, SRD_REFUSED_QUEUE_FULL, SRD_REFUSED_DRAINING };
+/* bad request (4xx), queue full (429), draining (503), client gone (499) */
+enum srd_refusal {
+	SRD_REFUSED_BAD_REQUEST,
+	SRD_REFUSED_QUEUE_FULL,
+	SRD_REFUSED_DRAINING,
+	SRD_REFUSED_CLIENT_GONE,
+};
 
 int srd_metrics_init(srd_metrics *m);
 void srd_metrics_destroy(srd_metrics *m);

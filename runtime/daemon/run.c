@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -8,9 +9,26 @@
 
 #include "log.h"
 
-srd_gate_result srd_run_enter_gate(srd_ctx *ctx, srd_ferr *e)
+/* The client closed its end (or the connection broke) while its run
+ * waited: nobody would read the result. A client that only half-closes
+ * after its request counts as gone too. */
+static bool client_gone(void *arg)
 {
-	srd_gate_result g = srd_gate_enter(&ctx->gate);
+	const srd_peer *peer = arg;
+	struct pollfd p = { .fd = peer->fd, .events = POLLRDHUP };
+	return peer->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr *e)
+{
+	srd_gate_result g =
+	    srd_gate_enter_until(&ctx->gate, peer ? client_gone : NULL, (void *)peer);
+	if (g == SRD_GATE_GONE) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_CLIENT_GONE);
+		srd_log("info", "run", "a queued run was dropped: its client disconnected");
+		/* 499, nginx's "client closed request": no one reads it. */
+		srd_fail(e, 499, NULL, "the client disconnected while its run was queued");
+	}
 	if (g == SRD_GATE_FULL) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
 		srd_fail(e, 429, NULL,
@@ -112,7 +130,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.n_allow = o->n_allow,
 	};
 	uint64_t t0 = srd_now_ms();
-	if (srd_run_enter_gate(ctx, e) != SRD_GATE_OK) {
+	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK) {
 		sr_policy_free(p);
 		return -1;
 	}

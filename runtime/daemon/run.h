@@ -20,8 +20,9 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		    srd_ferr *e);
 
 /* The pieces sessions share with one-shot runs. */
-/* Wait for a run slot: SRD_GATE_OK, or e says 429/503. */
-srd_gate_result srd_run_enter_gate(srd_ctx *ctx, srd_ferr *e);
+/* Wait for a run slot: SRD_GATE_OK, or e says 429/503 (or 499: the
+ * peer disconnected while queued). */
+srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr *e);
 /* The library refused before anything ran: err as a 4xx/5xx. */
 int srd_run_refused(const sr_error *err, srd_ferr *e);
 /* Metrics and the run's log line (session: its id, or NULL). */

@@ -46,6 +46,9 @@ struct exchange {
 static void fill_peer(srd_peer *p, struct MHD_Connection *c, bool is_unix)
 {
 	p->is_unix = is_unix;
+	const union MHD_ConnectionInfo *fdi =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	p->fd = fdi ? fdi->connect_fd : -1;
 	if (is_unix) {
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);

@@ -404,7 +404,7 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 	}
 	if (o->have_timeout)
 		lowered.limits.wall_ms = o->timeout_ms;
-	if (write_files(ss, o, e) || srd_run_enter_gate(ctx, e) != SRD_GATE_OK)
+	if (write_files(ss, o, e) || srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
 		goto out;
 	uint64_t t1 = srd_now_ms();
 	sr_run_request req = { .policy = &lowered,

@@ -59,3 +59,31 @@ def test_50_concurrent_runs_are_all_correct_and_leave_nothing(make_daemon):
     h = d.get("/health").json()
     assert h["runs_in_flight"] == 0 and h["queue_depth"] == 0
     assert 'saferund_runs_total{status="ok"} 50' in d.get("/metrics").text
+
+
+def test_a_queued_run_whose_client_left_never_runs(make_daemon):
+    """The client of a queued run disconnects: its place goes to the next
+    client at once and its code never runs (no run line, no marker file)."""
+    import json
+    import socket
+    d = make_daemon("--max-runs", "1", "--queue-depth", "4")
+    body = json.dumps({"code": "print('ghost')"}).encode()
+    with cf.ThreadPoolExecutor(4) as pool:
+        running = pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(2)"})
+        assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(d.socket)
+        s.sendall(b"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 1)
+        queued = pool.submit(d.post, "/v1/run", {"code": "print('next')"})
+        assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 2)
+        s.close()
+        assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 1)
+        assert running.result().status_code == 200
+        assert queued.result().json()["stdout"] == "next\n"
+    metrics = d.get("/metrics").text
+    assert 'saferund_runs_refused_total{reason="client_gone"} 1' in metrics
+    runs = [l for l in d.lines("run") if "status" in l]
+    assert [r["code_bytes"] for r in runs] == [26, 13], runs  # the sleeper, then 'next'
+    assert any("client disconnected" in l.get("msg", "") for l in d.lines("run"))
