@@ -118,14 +118,15 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 		cleanup_stale("shutdown"); /* their results say "killed" */
 		srd_gate_wait_idle(&ctx->gate, 10000);
 	}
-	/* Sessions close with the daemon: their workspaces are tmpfs. */
-	srd_sessions_close(ctx->sessions);
-	ctx->sessions = NULL;
 	/* Let the last answers go out before the connections close. */
 	for (int i = 0; i < 500 && atomic_load(&ctx->requests_active); i++)
 		usleep(10000);
 	srd_server_stop(srv);
 	srd_listen_close(ls, n);
+	/* No handler runs any more: the sessions (their kernels and tmpfs
+	 * workspaces) close with the daemon. */
+	srd_sessions_close(ctx->sessions);
+	ctx->sessions = NULL;
 	cleanup_stale("shutdown");
 }
 
