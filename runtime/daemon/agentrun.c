@@ -144,7 +144,8 @@ static char *execute_output(const sr_result *r)
 	if (r->status != SR_STATUS_OK && r->message[0])
 		n += snprintf(out + n, cap - (size_t)n, "%s%s\n",
 			      n && out[n - 1] != '\n' ? "\n" : "", r->message);
-	for (size_t i = 0; i < r->n_findings && r->status == SR_STATUS_REJECTED; i++)
+	/* The message already names the first finding: list the others. */
+	for (size_t i = 1; i < r->n_findings && r->status == SR_STATUS_REJECTED; i++)
 		n += snprintf(out + n, cap - (size_t)n, "line %u: %s %s: %s\n", r->findings[i].line,
 			      r->findings[i].rule, r->findings[i].name, r->findings[i].message);
 	return out;
