@@ -228,6 +228,7 @@ void srd_handle_arp_copy_to(srd_ctx *ctx, const srd_request *req, srd_response *
 		srd_session_release(ss);
 		return;
 	}
+	srd_session_touch(ss);
 	char path[SR_WORKSPACE_PATH_MAX + 8];
 	snprintf(path, sizeof path, SRC_DIR "/%s", file->filename);
 	sr_error err = { 0 };

@@ -138,6 +138,7 @@ cJSON *srd_session_listing(srd_session *ss, const char *dir, srd_ferr *e)
 	sr_workspace_entry *ent;
 	size_t n;
 	sr_error err = { 0 };
+	srd_session_touch(ss);
 	if (sr_workspace_list(srd_session_workspace(ss), dir, MAX_LIST, &ent, &n, &err)) {
 		srd_session_file_error(&err, "path", e);
 		return NULL;
@@ -180,6 +181,7 @@ int srd_session_send_file(srd_ctx *ctx, srd_session *ss, const char *path, const
 	void *data;
 	size_t size;
 	sr_error err = { 0 };
+	srd_session_touch(ss);
 	if (sr_workspace_read(srd_session_workspace(ss), path, ctx->cfg->max_file_bytes, &data,
 			      &size, &err))
 		return srd_session_file_error(&err, "path", e);
@@ -205,6 +207,7 @@ void srd_handle_file_put(srd_ctx *ctx, const srd_request *req, srd_response *res
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
+	srd_session_touch(ss);
 	if (req->body_len > ctx->cfg->max_file_bytes) {
 		srd_fail(&e, 413, "path",
 			 "%s: %zu bytes is over the %llu byte file cap (max_file_size)", req->path,
@@ -230,6 +233,7 @@ void srd_handle_file_delete(srd_ctx *ctx, const srd_request *req, srd_response *
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
+	srd_session_touch(ss);
 	if (sr_workspace_remove(srd_session_workspace(ss), req->rest, &err)) {
 		srd_session_file_error(&err, "path", &e);
 		respond_ferr(res, &e);

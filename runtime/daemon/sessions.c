@@ -191,9 +191,18 @@ srd_session *srd_session_from_request(srd_ctx *ctx, const srd_request *req, srd_
 {
 	srd_ferr e = { 0 };
 	srd_session *ss = srd_session_find(ctx->sessions, req->params[0], &e);
-	if (!ss)
+	if (!ss) {
 		srd_respond_error(res, &e);
+		return NULL;
+	}
 	return ss;
+}
+
+void srd_session_touch(srd_session *ss)
+{
+	pthread_mutex_lock(&ss->table->lock);
+	ss->used_ms = srd_now_ms();
+	pthread_mutex_unlock(&ss->table->lock);
 }
 
 const char *srd_session_id(const srd_session *ss)
@@ -380,8 +389,15 @@ static int run_in_kernel(srd_ctx *ctx, srd_session *ss, const sr_run_request *re
 		if (rc < 0 && err->errnum != ESRCH)
 			return -1;
 	}
-	if (!ss->stateful)
+	if (!ss->stateful) {
 		drop_kernel(ss);
+	} else if (rc == 0 && !sr_kernel_alive(ss->kernel)) {
+		size_t len = strlen(res->message);
+		snprintf(res->message + len, sizeof res->message - len,
+			 "%sthe session's interpreter ended: its variables are gone (its files "
+			 "stay)",
+			 len ? "; " : "");
+	}
 	return rc;
 }
 

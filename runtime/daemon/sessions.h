@@ -50,6 +50,8 @@ int srd_session_run(struct srd_ctx *ctx, srd_session *ss, const srd_run_opts *o,
  * after answering 404 in res. */
 srd_session *srd_session_from_request(struct srd_ctx *ctx, const srd_request *req,
 				      srd_response *res);
+/* A file call used it: its idle time starts again (runs do this too). */
+void srd_session_touch(srd_session *ss);
 const char *srd_session_id(const srd_session *ss);
 const char *srd_session_workdir(const srd_session *ss); /* inside the sandbox: "/work" */
 sr_workspace *srd_session_workspace(srd_session *ss);

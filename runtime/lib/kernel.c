@@ -189,12 +189,8 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
 	}
-	if (!oc.done) {
-		k->alive = false;
-		size_t len = strlen(res->message);
-		snprintf(res->message + len, sizeof res->message - len,
-			 "%s(the kernel ended: its variables are gone)", len ? "; " : "");
-	}
+	if (!oc.done)
+		k->alive = false; /* the caller says what that means for its users */
 	return 0;
 }
 

@@ -180,6 +180,12 @@ static __attribute__((noreturn)) void contain(struct child *c)
 	const char *step;
 	if ((rc = sr_caps_drop_all(SR_SANDBOX_UID, SR_SANDBOX_GID, &step)) < 0)
 		child_fail(c, -rc, "%s", step);
+	/* Every id switch above cleared the parent-death signal: arm it again
+	 * now that the ids are final. Not for a kernel: its parent is the
+	 * thread that started it, which may end long before the kernel does;
+	 * a kernel ends when its control socket closes (rootfs/runner.py). */
+	if (c->stdio[3] < 0 && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(c, errno, "set the parent-death signal");
 	close_other_fds(c);
 	/* Last: from here on only the policy's syscalls are possible. */
 	if ((rc = sr_seccomp_load(c->filter)) < 0)

@@ -447,8 +447,6 @@ def test_full_workflow_upload_a_script_run_it_collect_the_artifact(arp):
     assert arp.daemon.mounted_workspaces() == []
 
 
-@pytest.mark.xfail(strict=True, reason="rootfs/runner.py's run-time guard blocks the compile "
-                   "event of exec(str) unless 'compile' is allowed too; the checker lets it by")
 def test_ignoring_exec_lets_exec_of_a_string_run(arp):
     sid = arp.create_session().session_id
     out = arp.execute(sid, "exec('print(6 * 7)')", ignore_unsafe_functions=["exec"])

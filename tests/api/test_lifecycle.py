@@ -15,13 +15,28 @@ def ids(groups):
     return {os.path.basename(g) for g in groups}
 
 
+def group_procs(groups):
+    n = 0
+    for g in groups:
+        try:
+            with open(os.path.join(g, "cgroup.procs")) as f:
+                n += len(f.read().split())
+        except OSError:
+            pass
+    return n
+
+
 def test_sigkill_mid_run_then_restart_removes_the_leftovers(make_daemon):
     d = make_daemon("--max-runs", "4")
-    with cf.ThreadPoolExecutor(3) as pool:
+    with cf.ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(30)"})
-                   for _ in range(3)]
+                   for _ in range(2)]
+        # and a stateful session busy in its interpreter
+        sid = d.post("/v1/sessions", {"stateful": True}).json()["session_id"]
+        futures.append(pool.submit(d.post, f"/v1/sessions/{sid}/run",
+                                   {"code": "while True:\n    pass\n"}))
         assert wait_for(lambda: len(ids(d.leftover_groups())) == 3)
-        time.sleep(0.3)  # the sandboxes are up and running python
+        time.sleep(0.5)  # the sandboxes are up and running python
         d.proc.kill()
         d.proc.wait(timeout=10)
         for f in futures:
@@ -29,12 +44,19 @@ def test_sigkill_mid_run_then_restart_removes_the_leftovers(make_daemon):
                 f.result(timeout=30)
             except Exception:
                 pass  # the connection died with the daemon
-    # the groups outlive the daemon (their processes die with it: the
-    # parent-death signal ends each sandbox's init)
+        # Their processes die with the daemon, before any restart: a run's
+        # init by its parent-death signal (re-armed after the id switches,
+        # which clear it), a kernel when its control socket closes.
+        assert wait_for(lambda: group_procs(d.leftover_groups()) == 0, timeout=5), \
+            group_procs(d.leftover_groups())
+    # the (empty) groups and the workspace mount outlive the daemon
     assert len(ids(d.leftover_groups())) == 3
+    assert len(d.mounted_workspaces()) == 1
     d.start()
     cleanup = [l["msg"] for l in d.lines("cleanup")]
-    assert cleanup == ["start-up: removed 3 sandbox groups left behind"], d.text()
+    assert cleanup == ["start-up: removed 3 sandbox groups left behind",
+                       "removed 1 session workspace left behind"], d.text()
+    assert d.mounted_workspaces() == []
     assert d.leftover_groups() == []
     assert wait_for(lambda: sandbox_processes() == [], timeout=5)
     assert d.run("print('fresh')")["status"] == "ok"

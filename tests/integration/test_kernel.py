@@ -59,7 +59,7 @@ def test_timeout_ends_the_kernel_and_the_next_run_starts_fresh(tmp_path):
     res, _, _ = kernel("z = 1", "#!timeout=300\nwhile True:\n    pass\n",
                        "print('z' in globals())", tmp_path=tmp_path)
     assert res[1]["status"] == "timeout", res[1]
-    assert not res[1]["alive"] and "variables are gone" in res[1]["message"]
+    assert not res[1]["alive"]
     assert res[2]["status"] == "ok" and res[2]["stdout"] == "False\n"
     assert res[2]["id"] != res[0]["id"]
 
