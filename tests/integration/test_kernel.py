@@ -65,10 +65,13 @@ def test_timeout_ends_the_kernel_and_the_next_run_starts_fresh(tmp_path):
 
 
 def test_wall_clock_limit_is_per_run(tmp_path):
-    """Three runs of 0.3 s under a 0.5 s limit: the limit is not a total."""
-    cell = "#!timeout=500\nimport time\ntime.sleep(0.3)\nprint('ok')\n"
-    res, _, _ = kernel(cell, cell, cell, tmp_path=tmp_path)
-    assert [r["status"] for r in res] == ["ok"] * 3, res
+    """Three runs of 1.2 s under a 2 s limit: the limit is not a total.
+    (A first run starts the interpreter, which a slow guest takes long
+    for: the three timed runs come after it.)"""
+    cell = "#!timeout=2000\nimport time\ntime.sleep(1.2)\nprint('ok')\n"
+    res, _, _ = kernel("pass", cell, cell, cell, tmp_path=tmp_path)
+    assert [r["status"] for r in res] == ["ok"] * 4, res
+    assert len({r["id"] for r in res}) == 1
 
 
 def test_output_cap_is_per_run(tmp_path):
