@@ -114,7 +114,7 @@ static void render_refusals(FILE *f, const srd_metrics *m)
 			(unsigned long long)m->requests_by_class[c]);
 }
 
-char *srd_metrics_render(srd_metrics *m, srd_gate *gate, size_t *len)
+char *srd_metrics_render(srd_metrics *m, srd_gate *gate, unsigned sessions, size_t *len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
@@ -140,10 +140,13 @@ char *srd_metrics_render(srd_metrics *m, srd_gate *gate, size_t *len)
 		"# HELP saferund_queue_capacity Runs allowed to wait.\n"
 		"# TYPE saferund_queue_capacity gauge\n"
 		"saferund_queue_capacity %u\n"
+		"# HELP saferund_sessions Sessions open now.\n"
+		"# TYPE saferund_sessions gauge\n"
+		"saferund_sessions %u\n"
 		"# HELP saferund_uptime_seconds Seconds since the daemon started.\n"
 		"# TYPE saferund_uptime_seconds gauge\n"
 		"saferund_uptime_seconds %.3f\n",
-		running, waiting, gate->max_running, gate->max_waiting,
+		running, waiting, gate->max_running, gate->max_waiting, sessions,
 		(double)(srd_now_ms() - copy.started_ms) / 1000.0);
 	if (fclose(f) != 0) {
 		free(buf);

@@ -41,6 +41,6 @@ void srd_metrics_run(srd_metrics *m, sr_status status, uint64_t run_ms, uint64_t
 void srd_metrics_refused(srd_metrics *m, enum srd_refusal why);
 void srd_metrics_request(srd_metrics *m, unsigned http_status);
 /* The exposition text (caller frees). */
-char *srd_metrics_render(srd_metrics *m, srd_gate *gate, size_t *len);
+char *srd_metrics_render(srd_metrics *m, srd_gate *gate, unsigned sessions, size_t *len);
 
 #endif

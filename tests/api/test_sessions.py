@@ -552,3 +552,13 @@ def test_delete_ends_a_run_in_progress(daemon, stateful):
     assert wait_for(lambda: daemon.mounted_workspaces() == [], timeout=5)
     assert wait_for(lambda: own_sandbox_processes(daemon) == [], timeout=5)
     assert daemon.leftover_groups() == []
+
+
+def test_metrics_count_the_open_sessions(make_daemon):
+    d = make_daemon()
+    assert "saferund_sessions 0\n" in d.get("/metrics").text
+    a = create(d)["session_id"]
+    create(d, {"stateful": True})
+    assert "saferund_sessions 2\n" in d.get("/metrics").text
+    assert d.session().delete(d.url(f"/v1/sessions/{a}")).status_code == 200
+    assert "saferund_sessions 1\n" in d.get("/metrics").text
