@@ -118,7 +118,10 @@ static int string_list(const cJSON *doc, const char *key, const char ***out, siz
 		fail(res, 422, key, msg);
 		return -1;
 	}
-	*out = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof **out);
+	if (!(*out = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof **out))) {
+		fail(res, 500, key, "out of memory");
+		return -1;
+	}
 	cJSON_ArrayForEach(it, v)
 	{
 		if (!cJSON_IsString(it)) {
@@ -228,18 +231,10 @@ void srd_handle_arp_copy_to(srd_ctx *ctx, const srd_request *req, srd_response *
 		srd_session_release(ss);
 		return;
 	}
-	srd_session_touch(ss);
 	char path[SR_WORKSPACE_PATH_MAX + 8];
 	snprintf(path, sizeof path, SRC_DIR "/%s", file->filename);
-	sr_error err = { 0 };
 	srd_ferr e = { 0 };
-	if (file->size > ctx->cfg->max_file_bytes) {
-		srd_fail(&e, 413, "file", "%s is over the %llu byte file cap (max_file_size)",
-			 file->filename, (unsigned long long)ctx->cfg->max_file_bytes);
-		srd_respond_error(res, &e);
-	} else if (sr_workspace_write(srd_session_workspace(ss), path, file->data, file->size,
-				      &err)) {
-		srd_session_file_error(&err, "file", &e);
+	if (srd_session_put_file(ctx, ss, path, file->data, file->size, "file", &e)) {
 		srd_respond_error(res, &e);
 	} else {
 		char msg[SR_WORKSPACE_PATH_MAX + 64], dest[SR_WORKSPACE_PATH_MAX + 160];

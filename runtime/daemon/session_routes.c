@@ -10,11 +10,6 @@
 /* The workspace paths the API shows: relative to the working dir. */
 #define MAX_LIST 10000
 
-static void respond_ferr(srd_response *res, const srd_ferr *e)
-{
-	srd_respond_error(res, e);
-}
-
 /* An empty body is {}: a session with the default policy. */
 static int parse_body(const srd_request *req, srd_opts_kind kind, cJSON **doc, srd_run_opts *o,
 		      srd_ferr *e)
@@ -49,7 +44,7 @@ void srd_handle_session_create(srd_ctx *ctx, const srd_request *req, srd_respons
 		srd_respond_json(res, 201, j);
 		srd_session_release(ss);
 	} else {
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 	}
 	srd_run_opts_free(&o);
 	cJSON_Delete(doc);
@@ -89,7 +84,7 @@ void srd_handle_session_delete(srd_ctx *ctx, const srd_request *req, srd_respons
 {
 	srd_ferr e = { 0 };
 	if (srd_session_end(ctx->sessions, req->params[0], &e)) {
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 		return;
 	}
 	cJSON *j = cJSON_CreateObject();
@@ -109,7 +104,7 @@ void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *
 		return;
 	if (parse_body(req, SRD_OPTS_SESSION_RUN, &doc, &o, &e) ||
 	    srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 	} else {
 		char *json = sr_result_to_json(&r);
 		cJSON *j = json ? cJSON_Parse(json) : NULL;
@@ -119,7 +114,8 @@ void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *
 			cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
 			srd_respond_json(res, 200, j);
 		} else {
-			respond_ferr(res, &(srd_ferr){ .status = 500, .msg = "out of memory" });
+			srd_respond_error(res,
+					  &(srd_ferr){ .status = 500, .msg = "out of memory" });
 		}
 	}
 	srd_session_release(ss);
@@ -169,9 +165,24 @@ void srd_handle_files_list(srd_ctx *ctx, const srd_request *req, srd_response *r
 		cJSON_AddItemToObject(j, "files", files);
 		srd_respond_json(res, 200, j);
 	} else {
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 	}
 	srd_session_release(ss);
+}
+
+/* Store an uploaded file (size-capped) in the workspace; e for the errors. */
+int srd_session_put_file(srd_ctx *ctx, srd_session *ss, const char *path, const void *data,
+			 size_t size, const char *field, srd_ferr *e)
+{
+	sr_error err = { 0 };
+	srd_session_touch(ss);
+	if (size > ctx->cfg->max_file_bytes)
+		return srd_fail(e, 413, field,
+				"%s: %zu bytes is over the %llu byte file cap (max_file_size)",
+				path, size, (unsigned long long)ctx->cfg->max_file_bytes);
+	if (sr_workspace_write(srd_session_workspace(ss), path, data, size, &err))
+		return srd_session_file_error(&err, field, e);
+	return 0;
 }
 
 /* Send a workspace file as the body; e for the errors. */
@@ -196,27 +207,19 @@ void srd_handle_file_get(srd_ctx *ctx, const srd_request *req, srd_response *res
 	if (!ss)
 		return;
 	if (srd_session_send_file(ctx, ss, req->rest, req->rest, res, &e))
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 	srd_session_release(ss);
 }
 
 void srd_handle_file_put(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	sr_error err = { 0 };
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	srd_session_touch(ss);
-	if (req->body_len > ctx->cfg->max_file_bytes) {
-		srd_fail(&e, 413, "path",
-			 "%s: %zu bytes is over the %llu byte file cap (max_file_size)", req->path,
-			 req->body_len, (unsigned long long)ctx->cfg->max_file_bytes);
-		respond_ferr(res, &e);
-	} else if (sr_workspace_write(srd_session_workspace(ss), req->rest,
-				      req->body ? req->body : "", req->body_len, &err)) {
-		srd_session_file_error(&err, "path", &e);
-		respond_ferr(res, &e);
+	if (srd_session_put_file(ctx, ss, req->rest, req->body ? req->body : "", req->body_len,
+				 "path", &e)) {
+		srd_respond_error(res, &e);
 	} else {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "path", req->rest);
@@ -236,7 +239,7 @@ void srd_handle_file_delete(srd_ctx *ctx, const srd_request *req, srd_response *
 	srd_session_touch(ss);
 	if (sr_workspace_remove(srd_session_workspace(ss), req->rest, &err)) {
 		srd_session_file_error(&err, "path", &e);
-		respond_ferr(res, &e);
+		srd_respond_error(res, &e);
 	} else {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "path", req->rest);

@@ -33,6 +33,9 @@ void srd_handle_arp_artifact_get(srd_ctx *ctx, const srd_request *req, srd_respo
 
 /* Shared by both: a listing of dir as [{path, size, type}] (NULL: e). */
 cJSON *srd_session_listing(srd_session *ss, const char *dir, srd_ferr *e);
+/* Store data at path in the workspace (max_file_size); -1: e. */
+int srd_session_put_file(srd_ctx *ctx, srd_session *ss, const char *path, const void *data,
+			 size_t size, const char *field, srd_ferr *e);
 /* A workspace file as an attachment called name; -1: e. */
 int srd_session_send_file(srd_ctx *ctx, srd_session *ss, const char *path, const char *name,
 			  srd_response *res, srd_ferr *e);

@@ -116,7 +116,11 @@ static int send_run(sr_kernel *k, const sr_run_request *req, sr_error *err)
 	int fd = code_memfd(req, err);
 	if (fd < 0)
 		return -1;
-	static __thread char msg[CTL_MSG_MAX];
+	char *msg = malloc(CTL_MSG_MAX);
+	if (!msg) {
+		close(fd);
+		return sr_fail(err, ENOMEM, "the kernel's control message");
+	}
 	struct iovec iov = { .iov_base = msg, .iov_len = ctl_message(req, msg) };
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -134,6 +138,7 @@ static int send_run(sr_kernel *k, const sr_run_request *req, sr_error *err)
 	ssize_t n = sendmsg(k->box.ctl[0], &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	int e = errno;
 	close(fd);
+	free(msg);
 	if (n == (ssize_t)iov.iov_len)
 		return 0;
 	k->alive = false;

@@ -56,16 +56,17 @@ static void kill_init(struct loop *l)
 	syscall(SYS_pidfd_send_signal, l->w->pidfd, SIGKILL, NULL, 0);
 }
 
-static void read_stream(struct loop *l, int fd, bool is_out)
+/* One read of a stream: true when it gave bytes (false at EAGAIN or EOF). */
+static bool read_stream(struct loop *l, int fd, bool is_out)
 {
 	char buf[65536];
 	ssize_t n = read(fd, buf, sizeof buf);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+		return false;
 	if (n <= 0) {
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
 		*(is_out ? &l->out_open : &l->err_open) = false;
-		return;
+		return false;
 	}
 	size_t cap = l->w->output_bytes;
 	size_t dropped = sr_buf_append(is_out ? &l->res->out : &l->res->err, buf, (size_t)n, cap);
@@ -75,28 +76,16 @@ static void read_stream(struct loop *l, int fd, bool is_out)
 		l->res->truncated = true;
 		kill_init(l);
 	}
+	return true;
 }
 
 /* After "done": what the kernel wrote before it is in the pipes. */
 static void drain_streams(struct loop *l)
 {
-	char buf[65536];
-	int fds[2] = { l->w->out_fd, l->w->err_fd };
-	for (int i = 0; i < 2; i++)
-		for (ssize_t n = 1; n > 0 && !l->oc->output_exceeded;) {
-			n = read(fds[i], buf, sizeof buf);
-			if (n > 0) {
-				size_t cap = l->w->output_bytes;
-				sr_buf *b = i == 0 ? &l->res->out : &l->res->err;
-				size_t dropped = sr_buf_append(b, buf, (size_t)n, cap);
-				sr_buf_append(&l->res->merged, buf, (size_t)n - dropped, 2 * cap);
-				if (dropped) {
-					l->oc->output_exceeded = true;
-					l->res->truncated = true;
-					kill_init(l);
-				}
-			}
-		}
+	while (!l->oc->output_exceeded && read_stream(l, l->w->out_fd, true))
+		;
+	while (!l->oc->output_exceeded && read_stream(l, l->w->err_fd, false))
+		;
 }
 
 /* A kernel's control message: "D" + int32 status ends the run; "R"
