@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentrun.h"
+
 #include "session_routes.h"
 
 #define SRC_DIR       "src"
 #define ARTIFACTS_DIR "artifacts"
 
 static const char traversal[] = "Invalid filename: Path traversal attempts are not allowed";
-static const char outside_artifacts[] = "Path must be within the session's artifact directory";
 
 static void fail(srd_response *res, unsigned status, const char *field, const char *msg)
 {
@@ -45,15 +46,8 @@ static void session_paths(cJSON *j, srd_session *ss)
 }
 
 /* Exactly these keys: the client builds a dataclass from them. */
-void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *res)
+cJSON *srd_arp_created_json(srd_session *ss)
 {
-	srd_ferr e = { 0 };
-	srd_run_opts o = { 0 };
-	srd_session *ss;
-	if (srd_session_create(ctx, &o, req->peer, &ss, &e)) {
-		srd_respond_error(res, &e);
-		return;
-	}
 	const char *id = srd_session_id(ss);
 	char url[96];
 	cJSON *j = cJSON_CreateObject();
@@ -64,17 +58,42 @@ void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *r
 	cJSON_AddStringToObject(j, "upload_url", url);
 	snprintf(url, sizeof url, "/sessions/%s/artifacts", id);
 	cJSON_AddStringToObject(j, "artifacts_url", url);
-	srd_respond_json(res, 200, j);
+	return j;
+}
+
+cJSON *srd_arp_info_json(srd_session *ss)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
+	session_paths(j, ss);
+	return j;
+}
+
+cJSON *srd_arp_list_json(srd_ctx *ctx)
+{
+	cJSON *ids = srd_sessions_ids(ctx->sessions), *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(ids));
+	cJSON_AddItemToObject(j, "active_sessions", ids);
+	return j;
+}
+
+void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	srd_ferr e = { 0 };
+	srd_run_opts o = { 0 };
+	srd_session *ss;
+	if (srd_session_create(ctx, &o, req->peer, &ss, &e)) {
+		srd_respond_error(res, &e);
+		return;
+	}
+	srd_respond_json(res, 200, srd_arp_created_json(ss));
 	srd_session_release(ss);
 }
 
 void srd_handle_arp_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	(void)req;
-	cJSON *ids = srd_sessions_ids(ctx->sessions), *j = cJSON_CreateObject();
-	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(ids));
-	cJSON_AddItemToObject(j, "active_sessions", ids);
-	srd_respond_json(res, 200, j);
+	srd_respond_json(res, 200, srd_arp_list_json(ctx));
 }
 
 void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -82,10 +101,7 @@ void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
-	session_paths(j, ss);
-	srd_respond_json(res, 200, j);
+	srd_respond_json(res, 200, srd_arp_info_json(ss));
 	srd_session_release(ss);
 }
 
@@ -96,11 +112,16 @@ void srd_handle_arp_delete(srd_ctx *ctx, const srd_request *req, srd_response *r
 		srd_respond_error(res, &e);
 		return;
 	}
-	char msg[160];
-	snprintf(msg, sizeof msg, "Session %s closed successfully", req->params[0]);
+	srd_respond_json(res, 200, srd_arp_closed_json(req->params[0]));
+}
+
+cJSON *srd_arp_closed_json(const char *id)
+{
+	char msg[200];
+	snprintf(msg, sizeof msg, "Session %s closed successfully", id);
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "message", msg);
-	srd_respond_json(res, 200, j);
+	return j;
 }
 
 /* A list of strings or null (ignore_dependencies, ignore_unsafe_functions). */
@@ -136,7 +157,7 @@ static int string_list(const cJSON *doc, const char *key, const char ***out, siz
 }
 
 /* The model reads output: a non-ok status is stated in it plainly. */
-static char *execute_output(const sr_result *r)
+char *srd_arp_output(const sr_result *r)
 {
 	size_t cap = r->merged.len + sizeof r->message + 64 + r->n_findings * 512;
 	char *out = malloc(cap);
@@ -152,6 +173,24 @@ static char *execute_output(const sr_result *r)
 		n += snprintf(out + n, cap - (size_t)n, "line %u: %s %s: %s\n", r->findings[i].line,
 			      r->findings[i].rule, r->findings[i].name, r->findings[i].message);
 	return out;
+}
+
+cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
+		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
+{
+	srd_run_opts o = {
+		.code = code, .code_len = strlen(code), .allow = allow, .n_allow = n_allow
+	};
+	sr_result r;
+	if (srd_session_run(ctx, ss, &o, peer, &r, e))
+		return NULL;
+	char *text = srd_arp_output(&r);
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddBoolToObject(j, "success", r.status == SR_STATUS_OK);
+	cJSON_AddStringToObject(j, "output", text ? text : "");
+	free(text);
+	sr_result_free(&r);
+	return j;
 }
 
 void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -176,19 +215,11 @@ void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *
 	if (string_list(doc, "ignore_dependencies", &deps, &n_deps, res) ||
 	    string_list(doc, "ignore_unsafe_functions", &o.allow, &o.n_allow, res))
 		goto out;
-	o.code_len = strlen(o.code);
-	sr_result r;
-	if (srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
+	cJSON *j = srd_arp_execute(ctx, ss, o.code, o.allow, o.n_allow, req->peer, &e);
+	if (j)
+		srd_respond_json(res, 200, j);
+	else
 		srd_respond_error(res, &e);
-		goto out;
-	}
-	char *text = execute_output(&r);
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "output", text ? text : "");
-	cJSON_AddBoolToObject(j, "success", r.status == SR_STATUS_OK);
-	free(text);
-	sr_result_free(&r);
-	srd_respond_json(res, 200, j);
 out:
 	free(deps);
 	free(o.allow);
@@ -197,21 +228,27 @@ out:
 }
 
 /* AgentRunPlus's name rules: 403 for traversal, 400 for empty or hidden. */
+const char *srd_arp_bad_name(const char *name, unsigned *status)
+{
+	*status = 400;
+	if (!name || !*name)
+		return "Invalid filename: the name is empty";
+	if (strstr(name, "..") || strchr(name, '/') || strchr(name, '\\')) {
+		*status = 403;
+		return traversal;
+	}
+	if (name[0] == '.')
+		return "Invalid filename: names starting with '.' are not allowed";
+	return NULL;
+}
+
 static bool name_ok(const char *name, srd_response *res)
 {
-	if (!name || !*name) {
-		fail(res, 400, "file", "Invalid filename: the name is empty");
-		return false;
-	}
-	if (strstr(name, "..") || strchr(name, '/') || strchr(name, '\\')) {
-		fail(res, 403, "file", traversal);
-		return false;
-	}
-	if (name[0] == '.') {
-		fail(res, 400, "file", "Invalid filename: names starting with '.' are not allowed");
-		return false;
-	}
-	return true;
+	unsigned status;
+	const char *why = srd_arp_bad_name(name, &status);
+	if (why)
+		fail(res, status, "file", why);
+	return !why;
 }
 
 void srd_handle_arp_copy_to(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -250,16 +287,14 @@ void srd_handle_arp_copy_to(srd_ctx *ctx, const srd_request *req, srd_response *
 
 /* src_path as the code sees it ("/work/artifacts/x") or relative to the
  * working dir ("artifacts/x"); only the artifact dir may be read. */
-static const char *artifact_path(const srd_session *ss, const char *src, srd_response *res)
+const char *srd_arp_artifact_path(const srd_session *ss, const char *src)
 {
 	size_t wl = strlen(srd_session_workdir(ss));
 	if (strncmp(src, srd_session_workdir(ss), wl) == 0 && src[wl] == '/')
 		src += wl + 1;
 	if (strncmp(src, ARTIFACTS_DIR "/", sizeof ARTIFACTS_DIR) != 0 || strstr(src, "..") ||
-	    !src[sizeof ARTIFACTS_DIR]) {
-		fail(res, 403, "src_path", outside_artifacts);
+	    !src[sizeof ARTIFACTS_DIR])
 		return NULL;
-	}
 	return src;
 }
 
@@ -277,8 +312,9 @@ void srd_handle_arp_copy_from(srd_ctx *ctx, const srd_request *req, srd_response
 	    srd_json_string(doc, "filename", true, &name, &e)) {
 		e.status = 422;
 		srd_respond_error(res, &e);
-	} else if ((path = artifact_path(ss, src, res)) &&
-		   srd_session_send_file(ctx, ss, path, name, res, &e)) {
+	} else if (!(path = srd_arp_artifact_path(ss, src))) {
+		fail(res, 403, "src_path", SRD_ARP_OUTSIDE_ARTIFACTS);
+	} else if (srd_session_send_file(ctx, ss, path, name, res, &e)) {
 		srd_respond_error(res, &e);
 	}
 out:
@@ -287,14 +323,11 @@ out:
 }
 
 /* [{name, size_bytes}] of the regular files under dir, names relative to it. */
-static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, srd_response *res)
+static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, srd_ferr *e)
 {
-	srd_ferr e = { 0 };
-	cJSON *all = srd_session_listing(ss, dir, &e), *f;
-	if (!all) {
-		srd_respond_error(res, &e);
+	cJSON *all = srd_session_listing(ss, dir, e), *f;
+	if (!all)
 		return NULL;
-	}
 	cJSON *out = cJSON_CreateArray();
 	size_t skip = strlen(dir) + 1;
 	cJSON_ArrayForEach(f, all)
@@ -318,37 +351,54 @@ static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, 
 	return out;
 }
 
-void srd_handle_arp_artifacts(srd_ctx *ctx, const srd_request *req, srd_response *res)
+cJSON *srd_arp_artifacts_json(srd_session *ss, srd_ferr *e)
 {
+	char base[96];
+	snprintf(base, sizeof base, "/sessions/%s/artifacts", srd_session_id(ss));
+	cJSON *files = dir_files(ss, ARTIFACTS_DIR, base, e);
+	if (!files)
+		return NULL;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
+	cJSON_AddItemToObject(j, "artifacts", files);
+	cJSON_AddStringToObject(j, "artifacts_url", base);
+	return j;
+}
+
+cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e)
+{
+	cJSON *files = dir_files(ss, SRC_DIR, NULL, e);
+	if (!files)
+		return NULL;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
+	cJSON_AddItemToObject(j, "files", files);
+	return j;
+}
+
+static void respond_listing(srd_ctx *ctx, const srd_request *req, srd_response *res,
+			    cJSON *(*list)(srd_session *, srd_ferr *))
+{
+	srd_ferr e = { 0 };
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	char base[96];
-	snprintf(base, sizeof base, "/sessions/%s/artifacts", srd_session_id(ss));
-	cJSON *files = dir_files(ss, ARTIFACTS_DIR, base, res);
-	if (files) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
-		cJSON_AddItemToObject(j, "artifacts", files);
-		cJSON_AddStringToObject(j, "artifacts_url", base);
+	cJSON *j = list(ss, &e);
+	if (j)
 		srd_respond_json(res, 200, j);
-	}
+	else
+		srd_respond_error(res, &e);
 	srd_session_release(ss);
+}
+
+void srd_handle_arp_artifacts(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	respond_listing(ctx, req, res, srd_arp_artifacts_json);
 }
 
 void srd_handle_arp_src(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	srd_session *ss = srd_session_from_request(ctx, req, res);
-	if (!ss)
-		return;
-	cJSON *files = dir_files(ss, SRC_DIR, NULL, res);
-	if (files) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
-		cJSON_AddItemToObject(j, "files", files);
-		srd_respond_json(res, 200, j);
-	}
-	srd_session_release(ss);
+	respond_listing(ctx, req, res, srd_arp_src_json);
 }
 
 void srd_handle_arp_artifact_get(srd_ctx *ctx, const srd_request *req, srd_response *res)

@@ -33,6 +33,20 @@ void srd_respond_error(srd_response *res, const srd_ferr *e)
 	snprintf(res->error_field, sizeof res->error_field, "%s", e->field);
 }
 
+const char *srd_request_header(const srd_request *req, const char *name)
+{
+	return req->header ? req->header(req, name) : NULL;
+}
+
+void srd_respond_header(srd_response *res, const char *name, const char *value)
+{
+	if (res->n_headers == SRD_MAX_HEADERS)
+		return;
+	res->headers[res->n_headers].name = name;
+	snprintf(res->headers[res->n_headers].value, sizeof res->headers[0].value, "%s", value);
+	res->n_headers++;
+}
+
 cJSON *srd_peer_json(const srd_peer *peer)
 {
 	cJSON *j = cJSON_CreateObject();

@@ -1,7 +1,7 @@
 /* A request and its response as the routes see them, independent of the
  * HTTP server library: handlers take a srd_request and fill a
- * srd_response, so REST routes, the coming MCP handlers and tests share
- * one shape. */
+ * srd_response, so REST routes, the MCP endpoint and tests share one
+ * shape. */
 #ifndef SRD_HTTP_H
 #define SRD_HTTP_H
 
@@ -59,7 +59,12 @@ typedef struct srd_request {
 	size_t n_parts;
 	bool multipart_error;      /* the Content-Type said multipart, the body was not */
 	const char *multipart_why; /* what was wrong, for the 400 (static text) */
+	/* the request's headers (NULL: it has none); see srd_request_header */
+	const char *(*header)(const struct srd_request *req, const char *name);
+	void *conn; /* the server's, for header */
 } srd_request;
+
+#define SRD_MAX_HEADERS 2
 
 typedef struct srd_response {
 	unsigned status;
@@ -72,6 +77,12 @@ typedef struct srd_response {
 	char content_disposition[300];
 	/* for the request log: the field a 4xx names */
 	char error_field[128];
+	/* further response headers (srd_respond_header) */
+	struct {
+		const char *name; /* static */
+		char value[128];
+	} headers[SRD_MAX_HEADERS];
+	size_t n_headers;
 } srd_response;
 
 /* The body is doc printed (doc is deleted). */
@@ -86,6 +97,10 @@ void srd_respond_text(srd_response *res, unsigned status, const char *type, char
  * data is taken over (malloc'd). */
 void srd_respond_attachment(srd_response *res, unsigned status, const char *name, void *data,
 			    size_t len);
+/* A request header by name (case-insensitive), or NULL. */
+const char *srd_request_header(const srd_request *req, const char *name);
+/* Add a response header (name must be a static string). */
+void srd_respond_header(srd_response *res, const char *name, const char *value);
 /* {"uid": .., "pid": ..} or {"addr": ".."} for logs. */
 cJSON *srd_peer_json(const srd_peer *peer);
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "saferun.h"
 
 #define META_MAX_BYTES (64u << 10)
@@ -400,4 +401,34 @@ int srd_packages_list(const char *rootfs_dir, const char *profile, srd_package *
 	pthread_mutex_unlock(&cache_lock);
 	free(s);
 	return rc;
+}
+
+cJSON *srd_packages_json(srd_ctx *ctx, bool names_only, srd_ferr *e)
+{
+	sr_policy *p = NULL;
+	srd_package *list = NULL;
+	size_t n = 0;
+	if (srd_policies_get(ctx->policies, ctx->cfg->default_policy, NULL, &p, e) ||
+	    srd_packages_list(ctx->cfg->rootfs_dir, p->profile, &list, &n, e)) {
+		sr_policy_free(p);
+		return NULL;
+	}
+	cJSON *j = cJSON_CreateObject();
+	if (!names_only)
+		cJSON_AddStringToObject(j, "profile", p->profile);
+	cJSON *arr = cJSON_AddArrayToObject(j, "packages");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *item = cJSON_CreateString(list[i].name);
+		if (!names_only) {
+			cJSON *name = item;
+			item = cJSON_CreateObject();
+			cJSON_AddItemToObject(item, "name", name);
+			cJSON_AddStringToObject(item, "version", list[i].version);
+		}
+		cJSON_AddItemToArray(arr, item);
+	}
+	cJSON_AddNumberToObject(j, "count", (double)n);
+	free(list);
+	sr_policy_free(p);
+	return j;
 }

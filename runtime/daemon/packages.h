@@ -7,6 +7,7 @@
 #ifndef SRD_PACKAGES_H
 #define SRD_PACKAGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "json.h"
@@ -23,5 +24,10 @@ typedef struct srd_package {
  * built is a 500 naming the path and how to build it. */
 int srd_packages_list(const char *rootfs_dir, const char *profile, srd_package **out, size_t *n,
 		      srd_ferr *e);
+
+/* The default policy's profile's packages: {profile, packages: [{name,
+ * version}], count}, or names_only: {packages: [name], count}. NULL: e. */
+struct srd_ctx;
+cJSON *srd_packages_json(struct srd_ctx *ctx, bool names_only, srd_ferr *e);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp.h"
 #include "packages.h"
 #include "run.h"
 #include "session_routes.h"
@@ -48,6 +49,9 @@ static const srd_route_def routes[] = {
 	{ "GET", "/sessions/{id}/artifacts", srd_handle_arp_artifacts },
 	{ "GET", "/sessions/{id}/artifacts/{filename*}", srd_handle_arp_artifact_get },
 	{ "GET", "/sessions/{id}/src", srd_handle_arp_src },
+	/* MCP, Streamable HTTP (no GET: the server opens no stream) */
+	{ "POST", "/mcp", srd_handle_mcp_post },
+	{ "DELETE", "/mcp", srd_handle_mcp_delete },
 };
 #define N_ROUTES (sizeof routes / sizeof *routes)
 
@@ -132,14 +136,12 @@ void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
 	srd_respond_error(res, &e);
 }
 
-static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res)
+cJSON *srd_health_json(srd_ctx *ctx)
 {
-	(void)req;
 	unsigned running, waiting;
 	srd_gate_counts(&ctx->gate, &running, &waiting);
-	bool draining = atomic_load(&ctx->draining);
 	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "status", draining ? "draining" : "healthy");
+	cJSON_AddStringToObject(j, "status", atomic_load(&ctx->draining) ? "draining" : "healthy");
 	cJSON_AddStringToObject(j, "version", SR_VERSION);
 	cJSON_AddNumberToObject(j, "uptime_s", (double)(srd_now_ms() - ctx->started_ms) / 1000.0);
 	cJSON_AddNumberToObject(j, "runs_in_flight", running);
@@ -149,10 +151,17 @@ static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *re
 	cJSON_AddNumberToObject(j, "active_sessions", srd_sessions_count(ctx->sessions));
 	cJSON *protocols = cJSON_AddArrayToObject(j, "protocols");
 	cJSON_AddItemToArray(protocols, cJSON_CreateString("rest"));
+	cJSON_AddItemToArray(protocols, cJSON_CreateString("mcp"));
 	cJSON_AddItemToObject(j, "policies", srd_policies_names(ctx->policies));
 	cJSON_AddStringToObject(j, "default_policy", ctx->cfg->default_policy);
+	return j;
+}
+
+static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res)
+{
+	(void)req;
 	/* A load balancer takes a draining daemon out of rotation. */
-	srd_respond_json(res, draining ? 503 : 200, j);
+	srd_respond_json(res, atomic_load(&ctx->draining) ? 503 : 200, srd_health_json(ctx));
 }
 
 static void handle_metrics(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -199,39 +208,14 @@ static void handle_root(srd_ctx *ctx, const srd_request *req, srd_response *res)
 	srd_respond_json(res, 200, j);
 }
 
-/* The packages of the default policy's profile: [{"name", "version"}]
- * with the profile (GET /v1/packages), or the names alone (AgentRunPlus's
- * GET /packages). */
 static void respond_packages(srd_ctx *ctx, bool names_only, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	sr_policy *p = NULL;
-	srd_package *list = NULL;
-	size_t n = 0;
-	if (srd_policies_get(ctx->policies, ctx->cfg->default_policy, NULL, &p, &e) ||
-	    srd_packages_list(ctx->cfg->rootfs_dir, p->profile, &list, &n, &e)) {
-		sr_policy_free(p);
+	cJSON *j = srd_packages_json(ctx, names_only, &e);
+	if (j)
+		srd_respond_json(res, 200, j);
+	else
 		srd_respond_error(res, &e);
-		return;
-	}
-	cJSON *j = cJSON_CreateObject();
-	if (!names_only)
-		cJSON_AddStringToObject(j, "profile", p->profile);
-	cJSON *arr = cJSON_AddArrayToObject(j, "packages");
-	for (size_t i = 0; i < n; i++) {
-		cJSON *item = cJSON_CreateString(list[i].name);
-		if (!names_only) {
-			cJSON *name = item;
-			item = cJSON_CreateObject();
-			cJSON_AddItemToObject(item, "name", name);
-			cJSON_AddStringToObject(item, "version", list[i].version);
-		}
-		cJSON_AddItemToArray(arr, item);
-	}
-	cJSON_AddNumberToObject(j, "count", (double)n);
-	free(list);
-	sr_policy_free(p);
-	srd_respond_json(res, 200, j);
 }
 
 static void handle_packages(srd_ctx *ctx, const srd_request *req, srd_response *res)

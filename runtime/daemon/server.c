@@ -99,6 +99,8 @@ static enum MHD_Result send_response(struct exchange *x, struct MHD_Connection *
 	if (res->content_disposition[0])
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
 					res->content_disposition);
+	for (size_t i = 0; i < res->n_headers; i++)
+		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
 	if (res->status == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"saferund\"");
@@ -298,6 +300,11 @@ static void free_parts(srd_request *req)
 	req->n_parts = 0;
 }
 
+static const char *lookup_header(const srd_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 /* The whole request is here: route it. A run may take minutes, so the
  * idle timeout is off while it runs and restarts after it. */
 static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
@@ -313,6 +320,8 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 		.content_type =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
 		.peer = &x->peer,
+		.header = lookup_header,
+		.conn = c,
 	};
 	if (is_multipart(req.content_type))
 		parse_multipart(x, c, &req);
