@@ -39,6 +39,7 @@ static const char usage[] =
     "       saferun policy check FILE\n"
     "       saferun info\n"
     "       saferun rootfs build PROFILE... | list\n"
+    "       saferun mcp [saferund options]   MCP server on stdin/stdout\n"
     "\n"
     "run options:\n"
     "  --policy P        policy file (or a name in the policies dir)\n"
@@ -58,7 +59,10 @@ static const char usage[] =
     "  --json            print the full result as JSON\n"
     "\n"
     "check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
-    "  2 bad input, 3 when the checker itself failed\n";
+    "  2 bad input, 3 when the checker itself failed\n"
+    "mcp: runs saferund --stdio (the daemon's handlers, one client, no sockets);\n"
+    "  options as saferund's: --policies-dir, --rootfs-dir, --default-policy, ...\n"
+    "  (docs/mcp.md)\n";
 
 /* Read a whole file, or stdin for "-", refusing more than cap bytes. */
 static int slurp(const char *path, size_t cap, char **data, size_t *size, const char *what)
@@ -453,6 +457,36 @@ static int cmd_rootfs(int argc, char **argv)
 	return usage_error("cannot run %s: %s", script, strerror(errno));
 }
 
+/* saferund --stdio: the MCP handlers are the daemon's. It sits next to
+ * this binary (a build dir, /usr/local/bin) or on PATH; SAFERUND names
+ * another. */
+static int cmd_mcp(int argc, char **argv)
+{
+	char self[4096], *daemon = getenv("SAFERUND");
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+	if (!daemon && n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		strcpy(slash + 1, "saferund");
+		if (access(self, X_OK) == 0)
+			daemon = self;
+	}
+	char **args = calloc((size_t)argc + 2, sizeof *args);
+	if (!args)
+		return EXIT_INTERNAL;
+	args[0] = daemon ? daemon : "saferund";
+	args[1] = "--stdio";
+	for (int i = 1; i < argc; i++)
+		args[i + 1] = argv[i];
+	if (daemon)
+		execv(daemon, args);
+	else
+		execvp("saferund", args);
+	free(args);
+	return usage_error("mcp: cannot run %s: %s (install saferund next to saferun)",
+			   daemon ? daemon : "saferund", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -471,6 +505,8 @@ int main(int argc, char **argv)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(argv[1], "rootfs") == 0)
 		return cmd_rootfs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mcp") == 0)
+		return cmd_mcp(argc - 1, argv + 1);
 	if (strcmp(argv[1], "info") == 0) {
 		char *s = sr_info_json(argc > 2 ? argv[2] : NULL);
 		puts(s ? s : "{}");
@@ -478,6 +514,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	return usage_error(
-	    "unknown command \"%s\" (run, check, policy, info, rootfs; see saferun --help)",
+	    "unknown command \"%s\" (run, check, policy, info, rootfs, mcp; see saferun --help)",
 	    argv[1]);
 }

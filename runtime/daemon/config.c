@@ -234,15 +234,19 @@ static cJSON *flag_value(const struct key *k, const char *arg)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saferund [--config FILE] [options]\n\n"
-		   "  --config FILE          settings file (default " SRD_DEFAULT_CONFIG ")\n");
+	fprintf(f, "usage: saferund [--config FILE] [--stdio] [options]\n\n"
+		   "  --config FILE          settings file (default " SRD_DEFAULT_CONFIG ")\n"
+		   "  --stdio                serve one MCP client on stdin/stdout, no sockets\n"
+		   "                         (what `saferun mcp` runs; sessions in\n"
+		   "                         " SRD_STDIO_WORKSPACES "/PID)\n");
 	for (size_t i = 0; i < N_KEYS; i++) {
 		char buf[64], flag[80];
 		snprintf(flag, sizeof flag, "--%s%s", flag_name(&keys[i], buf, sizeof buf),
 			 keys[i].kind == K_BOOL ? "" : " V");
 		fprintf(f, "  %-22s %s\n", flag, keys[i].help);
 	}
-	fprintf(f, "\nDocs: docs/deploy.md (settings, systemd), docs/api.md (routes).\n");
+	fprintf(f, "\nDocs: docs/deploy.md (settings, systemd), docs/api.md (routes), "
+		   "docs/mcp.md.\n");
 }
 
 static void set_defaults(srd_config *c)

@@ -12,6 +12,8 @@
 #define SRD_DEFAULT_SOCKET     "/run/saferun/saferund.sock"
 #define SRD_DEFAULT_POLICIES   "/etc/saferun/policies"
 #define SRD_DEFAULT_WORKSPACES "/run/saferun/workspaces"
+/* saferund --stdio: BASE/PID per server (never the daemon's dir) */
+#define SRD_STDIO_WORKSPACES "/run/saferun/mcp-stdio"
 
 typedef struct srd_config {
 	char *config_file;

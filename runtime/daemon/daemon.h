@@ -15,6 +15,7 @@ typedef struct srd_ctx {
 	const srd_config *cfg;
 	srd_policies *policies;
 	struct srd_sessions *sessions;
+	struct srd_mcp *mcp; /* the MCP sessions of the HTTP transport */
 	srd_gate gate;
 	srd_metrics metrics;
 	const char *token; /* bearer token for TCP; NULL: none */

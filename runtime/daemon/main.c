@@ -1,7 +1,11 @@
 /* saferund: the root-helper daemon. Serves runs over a unix socket (and
  * optionally loopback TCP with a token) from one process that owns the
  * sandboxes' cgroups: it clears a crashed instance's leftovers when it
- * starts, drains on SIGTERM and reloads policies on SIGHUP. */
+ * starts, drains on SIGTERM and reloads policies on SIGHUP.
+ * saferund --stdio (what `saferun mcp` runs) serves one MCP client on
+ * stdin/stdout instead, next to any daemon: no sockets, its sessions in
+ * a dir of its own, and it clears nothing it did not make. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +19,7 @@
 #include "daemon.h"
 #include "listen.h"
 #include "log.h"
+#include "mcp.h"
 #include "server.h"
 #include "sessions.h"
 
@@ -130,6 +135,65 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 	cleanup_stale("shutdown");
 }
 
+/* Remove every "flag" from argv; was there one? */
+static bool take_flag(int *argc, char **argv, const char *flag)
+{
+	int n = 0;
+	for (int i = 0; i < *argc; i++)
+		if (i == 0 || strcmp(argv[i], flag) != 0)
+			argv[n++] = argv[i];
+	bool found = n != *argc;
+	*argc = n;
+	argv[n] = NULL;
+	return found;
+}
+
+/* The stdio servers' sessions live in BASE/PID: clear those of servers
+ * that are gone (killed, or their client vanished). */
+static void sweep_dead_stdio(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char *end, path[4096];
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", base, de->d_name);
+		sr_error err = { 0 };
+		if (sr_workspace_cleanup_stale(path, &err) < 0 || rmdir(path) < 0)
+			srd_log("warning", "cleanup", "stdio server %ld's sessions: %s", pid,
+				err.msg[0] ? err.msg : strerror(errno));
+	}
+	if (d)
+		closedir(d);
+}
+
+static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg, size_t size)
+{
+	const char *base = dir_given ? cfg->workspaces_dir : SRD_STDIO_WORKSPACES;
+	char *own = NULL;
+	if (asprintf(&own, "%s/%d", base, (int)getpid()) < 0)
+		return snprintf(msg, size, "out of memory"), -1;
+	sweep_dead_stdio(base);
+	free(cfg->workspaces_dir);
+	cfg->workspaces_dir = own;
+	if (srd_sessions_open(cfg, &ctx->sessions, msg, size))
+		return -1;
+	cJSON *line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, "transport", "stdio");
+	cJSON_AddStringToObject(line, "version", SR_VERSION);
+	cJSON_AddNumberToObject(line, "pid", getpid());
+	cJSON_AddStringToObject(line, "workspaces", own);
+	srd_log_json("ready", line);
+	int rc = srd_mcp_stdio(ctx, STDIN_FILENO, STDOUT_FILENO, signal_pipe[0]);
+	srd_sessions_close(ctx->sessions);
+	ctx->sessions = NULL;
+	rmdir(own);
+	srd_log("info", "shutdown", "stopped%s", rc ? " (stdout closed)" : "");
+	return 0;
+}
+
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
 {
 	if (geteuid() != 0)
@@ -151,6 +215,8 @@ static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t 
 	ctx->cfg = cfg;
 	ctx->token = *token;
 	ctx->started_ms = srd_now_ms();
+	if (srd_mcp_open(&ctx->mcp))
+		return snprintf(msg, size, "start-up: out of memory"), -1;
 	return 0;
 }
 
@@ -161,8 +227,17 @@ int main(int argc, char **argv)
 	srd_listener ls[SRD_MAX_LISTENERS];
 	srd_server *srv = NULL;
 	char msg[1024], *token = NULL;
+	bool stdio = take_flag(&argc, argv, "--stdio"), dir_given = false;
+	for (int i = 1; i < argc; i++)
+		dir_given |= strncmp(argv[i], "--workspaces-dir", 16) == 0;
 	int n = 0, rc = srd_config_load(&cfg, argc, argv, msg, sizeof msg);
-	if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
+	if (rc == 0 && stdio) {
+		/* no token, no listeners: stdin/stdout is the one client */
+		free(cfg.token_file);
+		cfg.token_file = NULL;
+		rc = start(&ctx, &cfg, &token, msg, sizeof msg);
+		rc = rc ? rc : serve_stdio(&ctx, &cfg, dir_given, msg, sizeof msg);
+	} else if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
 		/* Listeners first: a live instance on our socket stops us before
 		 * the clean-up could end its runs. */
 		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
@@ -185,6 +260,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		srd_log("error", "start", "saferund: %s", msg);
 	srd_sessions_close(ctx.sessions);
+	srd_mcp_close(ctx.mcp);
 	srd_policies_close(ctx.policies);
 	if (ctx.cfg) {
 		srd_gate_destroy(&ctx.gate);
