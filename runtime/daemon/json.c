@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include "saferun.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,18 +45,28 @@ static bool has_nul_escape(const char *s, size_t len)
 	return false;
 }
 
+int srd_json_text_check(const char *text, size_t len, srd_ferr *e)
+{
+	if (memchr(text, '\0', len))
+		return srd_fail(e, 400, NULL,
+				"the request body contains a NUL byte; send JSON text");
+	if (!sr_utf8_valid(text, len))
+		return srd_fail(e, 400, NULL,
+				"the request body is not valid UTF-8 (JSON text must be)");
+	if (has_nul_escape(text, len))
+		return srd_fail(e, 400, NULL,
+				"a string in the body contains \\u0000; NUL characters are not "
+				"supported (send binary data base64-encoded)");
+	return 0;
+}
+
 int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e)
 {
 	*out = NULL;
 	if (!text || len == 0)
 		return srd_fail(e, 400, NULL, "the request body is empty; send a JSON object");
-	if (memchr(text, '\0', len))
-		return srd_fail(e, 400, NULL,
-				"the request body contains a NUL byte; send JSON text");
-	if (has_nul_escape(text, len))
-		return srd_fail(e, 400, NULL,
-				"a string in the body contains \\u0000; NUL characters are not "
-				"supported (send binary data base64-encoded)");
+	if (srd_json_text_check(text, len, e))
+		return -1;
 	const char *end = NULL;
 	cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
 	size_t at = end ? (size_t)(end - text) : 0;

@@ -24,6 +24,9 @@ int srd_fail(srd_ferr *e, unsigned status, const char *field, const char *fmt, .
 /* {"error": msg, "detail": msg, "field": path-or-null} */
 cJSON *srd_ferr_json(const srd_ferr *e);
 
+/* Text a JSON body may be: no NUL byte, valid UTF-8, no \u0000 escape
+ * (C strings would silently cut it off). */
+int srd_json_text_check(const char *text, size_t len, srd_ferr *e);
 /* Parse a request body that must be one JSON object. NUL characters
  * (\u0000) are refused: C strings would silently cut them off. */
 int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e);

@@ -74,6 +74,12 @@ int srd_mcp_parse(const char *text, size_t len, cJSON **msg, srd_mcp_reply *out)
 {
 	*out = (srd_mcp_reply){ .status = 200 };
 	*msg = NULL;
+	srd_ferr e = { 0 };
+	if (text && srd_json_text_check(text, len, &e)) {
+		char why[600];
+		snprintf(why, sizeof why, "Parse error: %s", e.msg);
+		return refuse(out, NULL, SRD_RPC_PARSE_ERROR, why);
+	}
 	const char *end = NULL;
 	cJSON *j = text ? cJSON_ParseWithLengthOpts(text, len, &end, false) : NULL;
 	if (!j)

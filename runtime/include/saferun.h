@@ -348,6 +348,12 @@ char *sr_info_json(const char *rootfs_dir);
  * removed, or < 0 (err says which group could not be removed). */
 int sr_cleanup_stale(sr_error *err);
 
+/* ---- text ------------------------------------------------------------- */
+
+/* Are the len bytes at s valid UTF-8 (no overlong forms, no surrogates,
+ * nothing past U+10FFFF)? Code must be; front-ends check their input. */
+bool sr_utf8_valid(const char *s, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "saferun.h"
+
 /* Write s to an existing file (no create). Returns 0 or -errno. */
 int sr_write_file(const char *path, const char *s);
 /* Write all of data to fd (retrying short writes and EINTR): 0 or -1 with errno. */
@@ -23,5 +25,5 @@ int sr_random_hex(char *out, size_t n);
 uint64_t sr_now_ms(void);
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
 size_t sr_utf8_seq(const unsigned char *s, size_t left);
-bool sr_utf8_valid(const char *s, size_t len);
+/* sr_utf8_valid: saferun.h */
 #endif

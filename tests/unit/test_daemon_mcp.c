@@ -97,6 +97,14 @@ static void test_parse_tells_bad_json_from_bad_messages(void)
 	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}"),
 		  SRD_RPC_INVALID_REQUEST);
 	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1}"), SRD_RPC_INVALID_REQUEST);
+	/* JSON is UTF-8; strings with NUL would be cut short in C */
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}"),
+		  SRD_RPC_PARSE_ERROR);
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":\"\xc0\xaf\",\"method\":\"ping\"}"),
+		  SRD_RPC_PARSE_ERROR);
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000x\"}"),
+		  SRD_RPC_PARSE_ERROR);
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9\",\"method\":\"ping\"}"), 0);
 }
 
 static void test_an_invalid_request_echoes_a_usable_id(void)
