@@ -45,14 +45,11 @@ static bool has_nul_escape(const char *s, size_t len)
 	return false;
 }
 
-int srd_json_text_check(const char *text, size_t len, srd_ferr *e)
+static int nul_checks(const char *text, size_t len, srd_ferr *e)
 {
 	if (memchr(text, '\0', len))
 		return srd_fail(e, 400, NULL,
 				"the request body contains a NUL byte; send JSON text");
-	if (!sr_utf8_valid(text, len))
-		return srd_fail(e, 400, NULL,
-				"the request body is not valid UTF-8 (JSON text must be)");
 	if (has_nul_escape(text, len))
 		return srd_fail(e, 400, NULL,
 				"a string in the body contains \\u0000; NUL characters are not "
@@ -60,12 +57,40 @@ int srd_json_text_check(const char *text, size_t len, srd_ferr *e)
 	return 0;
 }
 
+int srd_json_text_check(const char *text, size_t len, srd_ferr *e)
+{
+	if (nul_checks(text, len, e))
+		return -1;
+	if (!sr_utf8_valid(text, len))
+		return srd_fail(e, 400, NULL,
+				"the request body is not valid UTF-8 (JSON text must be)");
+	return 0;
+}
+
+/* The first key or string value that is not UTF-8, as a field path into
+ * path (size bytes); false when all are. */
+static bool bad_utf8(const cJSON *v, char *path, size_t size)
+{
+	size_t at = strlen(path);
+	for (const cJSON *it = v->child; it; it = it->next) {
+		if (it->string)
+			snprintf(path + at, size - at, "%s%s", at ? "." : "", it->string);
+		if ((it->string && !sr_utf8_valid(it->string, strlen(it->string))) ||
+		    (cJSON_IsString(it) &&
+		     !sr_utf8_valid(it->valuestring, strlen(it->valuestring))) ||
+		    bad_utf8(it, path, size))
+			return true;
+		path[at] = '\0';
+	}
+	return false;
+}
+
 int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e)
 {
 	*out = NULL;
 	if (!text || len == 0)
 		return srd_fail(e, 400, NULL, "the request body is empty; send a JSON object");
-	if (srd_json_text_check(text, len, e))
+	if (nul_checks(text, len, e))
 		return -1;
 	const char *end = NULL;
 	cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
@@ -82,6 +107,15 @@ int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e
 			 srd_json_kind(doc));
 		cJSON_Delete(doc);
 		return -1;
+	}
+	/* Echoed in an answer, such bytes would make it invalid JSON. */
+	char path[128] = "";
+	if (bad_utf8(doc, path, sizeof path)) {
+		for (char *p = path; *p; p++)
+			*p = *p < 0x20 || *p > 0x7e ? '?' : *p; /* it may be the key that is bad */
+		cJSON_Delete(doc);
+		return srd_fail(e, 400, path, "\"%s\" is not valid UTF-8 text (JSON must be)",
+				path);
 	}
 	*out = doc;
 	return 0;

@@ -138,3 +138,16 @@ def test_the_daemon_survives_all_of_it(daemon):
     assert daemon.run("print('still here')")["output"] == "still here\n"
     assert daemon.lines("run")[-1]["status"] == "ok"
     assert len(daemon.lines("run")) == 1  # nothing ran for the bad ones
+
+
+@pytest.mark.parametrize("raw,field", [
+    (b'{"code": "1", "policy": "p\xff"}', "policy"),
+    (b'{"code": "1", "env": {"A\xff": "b"}}', "env.A?"),
+    (b'{"code": "1", "allow": ["open", "\xc0\xaf"]}', "allow"),
+])
+def test_a_string_that_is_not_utf8_is_400_and_the_answer_stays_json(daemon, raw, field):
+    # echoed as they came, such bytes would make the error itself invalid JSON
+    r, data = daemon.raw("POST", "/v1/run", raw, {"Content-Type": "application/json"})
+    assert r.status == 400, data
+    body = json.loads(data.decode("utf-8"))
+    assert body["field"] == field and "not valid UTF-8" in body["detail"]
