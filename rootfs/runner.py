@@ -17,6 +17,12 @@
 # with a memfd holding code then stdin. Every run executes in the same
 # __main__ namespace; the reply is "D" <i32 status> (0 ok, 1 exception,
 # N: SystemExit(N)) after stdout and stderr are flushed. "R" says ready.
+#
+# Artifacts: the code's files in artifacts/ (made before it runs) come
+# back with the result. Matplotlib draws to files (MPLBACKEND=Agg),
+# plt.show() saves the open figures as artifacts/figure-N.png and closes
+# them, and figures still open when the code (or a kernel's run) ends are
+# saved too.
 def _saferun_main():
     import sys, __main__
     me = sys._getframe().f_code
@@ -29,10 +35,11 @@ def _saferun_main():
     del ns["_saferun_main"]
     install_guard = ns.pop("_install_guard")
     serve = ns.pop("_saferun_kernel")
+    save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
     if kernel:
-        serve(ns, update, me)
+        serve(ns, update, me, save_figures)
     with open(path, "rb") as f:
         source = f.read()
     try:
@@ -48,9 +55,61 @@ def _saferun_main():
             e.__traceback__ = tb
         sys.excepthook(type(e), e, tb)
         sys.exit(1)
+    finally:
+        save_figures()
 
 
-def _saferun_kernel(ns, update, me):
+def _saferun_artifacts():
+    import os, sys
+    try:
+        os.makedirs("artifacts", exist_ok=True)
+    except OSError:
+        pass  # a read-only working dir: no artifacts, the code still runs
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    count = [0]
+
+    def save_figures():
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            while True:
+                count[0] += 1
+                name = f"artifacts/figure-{count[0]}.png"
+                if not os.path.lexists(name):
+                    break
+            try:
+                fig.savefig(name)
+            except Exception as e:
+                print(f"saferun: figure {num} could not be saved: {e}", file=sys.stderr)
+            plt.close(fig)
+
+    class ShowSaves:
+        # Finds matplotlib.pyplot once, the normal way, and makes its show()
+        # save instead of opening a window (or warning that it cannot).
+        def find_spec(self, name, path=None, target=None):
+            if name != "matplotlib.pyplot":
+                return None
+            sys.meta_path.remove(self)
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None:
+                return spec
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                module.show = lambda *args, **kwargs: save_figures()
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, ShowSaves())
+    return save_figures
+
+
+def _saferun_kernel(ns, update, me, save_figures):
     import io, linecache, os, socket, struct, sys, traceback
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
 
@@ -108,6 +167,7 @@ def _saferun_kernel(ns, update, me):
         if update:
             update(msg[10:].decode("utf-8", "replace").split("\x1f"), not flags & 1)
         status = run(data[:code_len])
+        save_figures()
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "agentrun.h"
-#include "base64.h"
 #include "packages.h"
 #include "routes.h"
 #include "run.h"
@@ -61,7 +60,11 @@ static const char check_python_doc[] =
 
 static const char check_python_schema[] =
     "{\"type\": \"object\", \"properties\": {"
-    "\"code\": {\"type\": \"string\", \"description\": \"The Python source to vet.\"}"
+    "\"code\": {\"type\": \"string\", \"description\": \"The Python source to vet.\"},"
+    "\"allow\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "
+    "\"What the checker may let pass, as for run_python.\"},"
+    "\"policy\": {\"type\": \"string\", \"description\": \"The policy run_python would "
+    "use; default: the server's.\"}"
     "}, \"required\": [\"code\"], \"additionalProperties\": false}";
 
 static const char no_args_schema[] =
@@ -175,8 +178,10 @@ static char *run_text(const sr_result *r)
 	char *out = srd_arp_output(r), *text = NULL;
 	if (!out)
 		return NULL;
-	const char *hit[4];
+	const char *hit[5];
 	size_t n = 0;
+	if (r->status == SR_STATUS_TIMEOUT)
+		hit[n++] = "wall time";
 	if (r->hit_memory)
 		hit[n++] = "memory";
 	if (r->hit_pids)
@@ -197,6 +202,30 @@ static char *run_text(const sr_result *r)
 	return text;
 }
 
+/* Plots (inline PNG, JPEG, GIF, WebP artifacts) as image content, for the
+ * model to see; their bytes leave structuredContent (sent once). */
+static void add_images(cJSON *res, cJSON *full)
+{
+	cJSON *content = cJSON_GetObjectItemCaseSensitive(res, "content"), *a;
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(full, "artifacts"))
+	{
+		const cJSON *mime = cJSON_GetObjectItemCaseSensitive(a, "mime");
+		cJSON *data = cJSON_GetObjectItemCaseSensitive(a, "data_base64");
+		if (!cJSON_IsString(data) || !cJSON_IsString(mime) ||
+		    (strcmp(mime->valuestring, "image/png") != 0 &&
+		     strcmp(mime->valuestring, "image/jpeg") != 0 &&
+		     strcmp(mime->valuestring, "image/gif") != 0 &&
+		     strcmp(mime->valuestring, "image/webp") != 0))
+			continue;
+		cJSON *img = cJSON_CreateObject();
+		cJSON_AddStringToObject(img, "type", "image");
+		cJSON_AddItemToObject(img, "data", cJSON_DetachItemViaPointer(a, data));
+		cJSON_AddStringToObject(img, "mimeType", mime->valuestring);
+		cJSON_AddItemToArray(content, img);
+		cJSON_AddBoolToObject(a, "in_content", true);
+	}
+}
+
 static cJSON *run_python(const tool_call *c, srd_ferr *e)
 {
 	srd_run_opts o = { 0 };
@@ -212,8 +241,9 @@ static cJSON *run_python(const tool_call *c, srd_ferr *e)
 	} else {
 		char *text = run_text(&r), *json = sr_result_to_json(&r);
 		res = text_result(text, r.status != SR_STATUS_OK);
-		cJSON_AddItemToObject(res, "structuredContent",
-				      json ? cJSON_Parse(json) : cJSON_CreateObject());
+		cJSON *full = json ? cJSON_Parse(json) : cJSON_CreateObject();
+		add_images(res, full);
+		cJSON_AddItemToObject(res, "structuredContent", full);
 		free(text);
 		free(json);
 		sr_result_free(&r);
@@ -222,15 +252,22 @@ static cJSON *run_python(const tool_call *c, srd_ferr *e)
 	return res;
 }
 
+static const char **string_list(const cJSON *v, size_t *n);
+
 static cJSON *check_python(const tool_call *c, srd_ferr *e)
 {
-	(void)e;
-	const char *code = arg_string(c, "code");
+	const char *code = arg_string(c, "code"), *name = arg_string(c, "policy");
 	sr_policy *p = NULL;
-	srd_ferr pe = { 0 };
-	if (srd_policies_get(c->ctx->policies, c->ctx->cfg->default_policy, NULL, &p, &pe))
-		return text_result(pe.msg, true);
-	sr_check_request req = { .code = code, .code_size = strlen(code), .policy = p };
+	if (srd_policies_get(c->ctx->policies, name ? name : c->ctx->cfg->default_policy, "policy",
+			     &p, e))
+		return NULL; /* a policy that is not there: the arguments' fault */
+	size_t n_allow;
+	const char **allow = string_list(srd_json_get(c->args, "allow"), &n_allow);
+	sr_check_request req = { .code = code,
+				 .code_size = strlen(code),
+				 .policy = p,
+				 .allow = allow,
+				 .n_allow = n_allow };
 	sr_check_result res = { 0 };
 	sr_error err = { 0 };
 	sigset_t old;
@@ -238,6 +275,7 @@ static cJSON *check_python(const tool_call *c, srd_ferr *e)
 	int rc = sr_check(&req, &res, &err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	sr_policy_free(p);
+	free(allow);
 	if (rc < 0)
 		return text_result(err.msg, true);
 	size_t cap = 128 + res.n_findings * 640;
@@ -329,7 +367,7 @@ static cJSON *upload_file(const tool_call *c, srd_ferr *e)
 	char path[SR_WORKSPACE_PATH_MAX + 8];
 	if ((why = srd_arp_bad_name(name, &status))) {
 		res = failure("%s", why);
-	} else if (srd_b64_decode(b64, strlen(b64), &data, &size, &why)) {
+	} else if (sr_base64_decode(b64, strlen(b64), &data, &size, &why)) {
 		res = failure("Failed to decode base64 content: %s", why);
 	} else if (snprintf(path, sizeof path, "src/%s", name) >= (int)sizeof path ||
 		   srd_session_put_file(c->ctx, ss, path, data, size, "filename", &fe)) {
@@ -369,7 +407,7 @@ static cJSON *download_file(const tool_call *c, srd_ferr *e)
 				   &data, &size, &err))
 		res = failure("Failed to download file: %s", err.msg);
 	else {
-		char *b64 = srd_b64_encode(data, size);
+		char *b64 = sr_base64_encode(data, size);
 		const char *slash = strrchr(path, '/');
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddBoolToObject(j, "success", b64 != NULL);
@@ -464,9 +502,10 @@ static const tool tools[] = {
 	  no_args_schema, create_session },
 	{ "execute_code", "Execute code in a session",
 	  "Run Python code in a session's sandbox (no network, limits on time and memory; "
-	  "the checker refuses dangerous code, and open() of files needs "
-	  "ignore_unsafe_functions=[\"open\"]). Read uploads as 'src/NAME'; write files to "
-	  "'artifacts/NAME' to download them. Returns {success, output}.",
+	  "the checker refuses dangerous code and says why: pass the flagged name in "
+	  "ignore_unsafe_functions only where the policy allows it). Read uploads as "
+	  "'src/NAME'; write files to 'artifacts/NAME' to download them. Returns {success, "
+	  "output}.",
 	  execute_schema, execute_code },
 	{ "upload_file", "Upload a file",
 	  "Store a file (base64-encoded) in a session's src/ dir, where code reads it as "

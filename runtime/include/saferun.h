@@ -176,6 +176,20 @@ typedef struct sr_buf {
 	size_t cap;
 } sr_buf;
 
+/* A file the code left in artifacts/ (matplotlib figures are saved
+ * there too: figure-N.png). */
+typedef struct sr_artifact {
+	char *name; /* relative to artifacts/: "plot.png", "out/table.csv" */
+	char mime[64];
+	uint64_t size;
+	void *data; /* its bytes when inline, else NULL (fetch it through a
+		       session's files; a one-shot run's are gone) */
+} sr_artifact;
+
+/* Inline bytes per run, all artifacts together, and how many are listed. */
+#define SR_ARTIFACTS_INLINE_MAX (8u << 20)
+#define SR_ARTIFACTS_MAX        100
+
 typedef struct sr_result {
 	char id[40]; /* sandbox id */
 	sr_status status;
@@ -193,6 +207,9 @@ typedef struct sr_result {
 	char message[SR_ERROR_MSG_MAX]; /* one line explaining a non-ok status */
 	struct sr_finding *findings;    /* SR_STATUS_REJECTED: why */
 	size_t n_findings;
+	sr_artifact *artifacts; /* sorted by name */
+	size_t n_artifacts;
+	bool artifacts_truncated; /* more than SR_ARTIFACTS_MAX files */
 } sr_result;
 
 /* Build a sandbox, run the code in it, tear everything down.
@@ -238,20 +255,21 @@ const char *sr_workspace_path(const sr_workspace *ws);
 int sr_workspace_write(sr_workspace *ws, const char *path, const void *data, size_t size,
 		       sr_error *err);
 /* Read a regular file of at most max bytes (caller frees *data). */
-int sr_workspace_read(sr_workspace *ws, const char *path, size_t max, void **data, size_t *size,
-		      sr_error *err);
+int sr_workspace_read(const sr_workspace *ws, const char *path, size_t max, void **data,
+		      size_t *size, sr_error *err);
 /* Remove a file, or a dir with everything in it. */
 int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err);
 
 typedef struct sr_workspace_entry {
 	char *path; /* relative to the workspace root */
 	uint64_t size;
-	char type; /* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+	char type;         /* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+	uint64_t mtime_ns; /* last modified, CLOCK_REALTIME */
 } sr_workspace_entry;
 
 /* Everything below dir ("" for the root), depth first, sorted by path;
  * symlinks are listed, never followed. At most max_entries (E2BIG past). */
-int sr_workspace_list(sr_workspace *ws, const char *dir, size_t max_entries,
+int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
 		      sr_workspace_entry **out, size_t *n, sr_error *err);
 void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
 /* Bytes used and the cap. */
@@ -353,6 +371,14 @@ int sr_cleanup_stale(sr_error *err);
 /* Are the len bytes at s valid UTF-8 (no overlong forms, no surrogates,
  * nothing past U+10FFFF)? Code must be; front-ends check their input. */
 bool sr_utf8_valid(const char *s, size_t len);
+/* Base64 (RFC 4648, standard alphabet, padded) of len bytes: malloc'd
+ * text, NULL when out of memory. */
+char *sr_base64_encode(const void *data, size_t len);
+/* Decode strictly: the alphabet, '=' only as the padding, a length that is
+ * a multiple of 4, no whitespace. *out is malloc'd (NUL-terminated too).
+ * -1: not base64 (*why says how) or out of memory. */
+int sr_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len,
+		     const char **why);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "artifacts.h"
 #include "checker.h"
 #include "error.h"
 #include "sandbox.h"
@@ -26,8 +27,9 @@
 
 struct sr_kernel {
 	sr_box box;
-	sr_run_request start; /* the policy and rootfs it was built with */
-	sr_result info;       /* its id and cgroup mode */
+	sr_run_request start;   /* the policy and rootfs it was built with */
+	sr_result info;         /* its id and cgroup mode */
+	const sr_workspace *ws; /* its working dir (artifacts/ is read after each run) */
 	bool alive;
 };
 
@@ -45,6 +47,7 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 	sr_box_init(&k->box, &k->start, &k->info);
 	k->box.kernel = true;
 	k->box.workdir_host = o->workspace ? sr_workspace_path(o->workspace) : NULL;
+	k->ws = o->workspace;
 	if (sr_box_prepare(&k->box, err) || sr_box_start(&k->box, err)) {
 		sr_box_cleanup(&k->box);
 		free(k);
@@ -183,8 +186,14 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	run_limits(k, req, &wall, &out);
 	sr_cgroup_stats before;
 	sr_cgroup_read_stats(k->box.cg, &before);
-	if (send_run(k, req, err))
+	/* This run's artifacts: what it adds or changes in artifacts/. */
+	sr_artifacts_snap snap = { 0 };
+	if (k->ws)
+		sr_artifacts_snapshot(k->ws, &snap);
+	if (send_run(k, req, err)) {
+		sr_artifacts_snap_free(&snap);
 		return -1;
+	}
 	k->box.res = res;
 	sr_outcome oc;
 	sr_error inner = { 0 };
@@ -196,6 +205,9 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	}
 	if (!oc.done)
 		k->alive = false; /* the caller says what that means for its users */
+	if (k->ws)
+		sr_artifacts_collect(k->ws, &snap, res);
+	sr_artifacts_snap_free(&snap);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "artifacts.h"
 #include "checker.h"
 #include "saferun.h"
 #include "util.h"
@@ -31,6 +32,7 @@ void sr_result_free(sr_result *res)
 	free(res->err.data);
 	free(res->merged.data);
 	free(res->findings);
+	sr_artifacts_free(res);
 	res->out = res->err = res->merged = (sr_buf){ 0 };
 	res->findings = NULL;
 	res->n_findings = 0;
@@ -105,6 +107,24 @@ char *sr_result_to_json(const sr_result *res)
 	if (res->message[0])
 		cJSON_AddStringToObject(j, "message", res->message);
 	cJSON_AddItemToObject(j, "findings", sr_findings_json(res->findings, res->n_findings));
+	cJSON *arts = cJSON_AddArrayToObject(j, "artifacts");
+	for (size_t i = 0; i < res->n_artifacts; i++) {
+		const sr_artifact *a = &res->artifacts[i];
+		cJSON *o = cJSON_CreateObject();
+		/* the code chose the name: not always UTF-8 */
+		sr_buf name = { .data = a->name, .len = strlen(a->name) };
+		cJSON_AddItemToObject(o, "name", text(&name));
+		cJSON_AddStringToObject(o, "mime", a->mime);
+		cJSON_AddNumberToObject(o, "size", (double)a->size);
+		cJSON_AddBoolToObject(o, "inline", a->data != NULL);
+		char *b64 = a->data ? sr_base64_encode(a->data, a->size) : NULL;
+		if (b64)
+			cJSON_AddStringToObject(o, "data_base64", b64);
+		free(b64);
+		cJSON_AddItemToArray(arts, o);
+	}
+	if (res->artifacts_truncated)
+		cJSON_AddBoolToObject(j, "artifacts_truncated", true);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

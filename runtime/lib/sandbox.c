@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "artifacts.h"
 #include "caps.h"
 #include "cgroup.h"
 #include "checker.h"
@@ -35,6 +36,7 @@
 #include "seccomp_cache.h"
 #include "supervise.h"
 #include "util.h"
+#include "workspace.h"
 
 extern const unsigned char sr_embedded_runner[];
 
@@ -53,6 +55,7 @@ struct child {
 	int n_join_fds;
 	int sync_fd;   /* read: one byte = go, EOF = abort */
 	int report_fd; /* write, close-on-exec */
+	int wd_fd;     /* a one-shot run's: the working dir goes back here, or -1 */
 	int stdio[4];  /* 0, 1, 2 and a kernel's control socket (fd 3), or -1 */
 };
 
@@ -152,6 +155,34 @@ static __attribute__((noreturn)) void be_init(const struct child *c)
 	}
 }
 
+/* Hand the supervisor the working dir (we are in it): after the run it
+ * reads artifacts/ through this fd, beneath it, though the sandbox's
+ * mounts are gone with its namespace by then. */
+static void send_workdir(struct child *c)
+{
+	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { 0 };
+	char byte = 'W';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	if (fd < 0 || sendmsg(c->wd_fd, &mh, MSG_NOSIGNAL) != 1)
+		child_fail(c, errno, "hand over the working dir");
+	close(fd);
+	close(c->wd_fd);
+	c->wd_fd = -1;
+}
+
 static __attribute__((noreturn)) void contain(struct child *c)
 {
 	char what[200], go;
@@ -173,6 +204,8 @@ static __attribute__((noreturn)) void contain(struct child *c)
 		child_fail(c, errno, "create the cgroup namespace");
 	if ((rc = sr_mounts_apply(c->plan, c->policy->workdir, what, sizeof what)) < 0)
 		child_fail(c, -rc, "%s", what);
+	if (c->wd_fd >= 0)
+		send_workdir(c);
 	if (sethostname("sandbox", 7) < 0)
 		child_fail(c, errno, "set the hostname");
 	set_rlimits(c);
@@ -348,6 +381,10 @@ static int open_pipes(sr_box *r, sr_error *err)
 	/* Message boundaries for free, and fds (the code's memfd) ride along. */
 	if (r->kernel && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->ctl) < 0)
 		return sr_fail(err, errno, "create the kernel's control socket");
+	/* A one-shot run's working dir dies with it: its fd comes back here. */
+	if (!r->kernel &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, r->wd) < 0)
+		return sr_fail(err, errno, "create the working dir's socket");
 	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
 		return sr_fail(err, errno, "make pipes non-blocking");
@@ -375,6 +412,7 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.n_join_fds = r->n_join_fds,
 			.sync_fd = r->sync[0],
 			.report_fd = r->report[1],
+			.wd_fd = r->wd[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
 		};
 		contain(&c);
@@ -425,6 +463,7 @@ int sr_box_start(sr_box *r, sr_error *err)
 	close_fd(&r->err[1]);
 	close_fd(&r->in_fd);
 	close_fd(&r->ctl[1]);
+	close_fd(&r->wd[1]);
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
 	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
@@ -566,7 +605,7 @@ void sr_box_cleanup(sr_box *r)
 		waitpid(r->pid, NULL, __WALL | WNOHANG);
 	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1],
 		       &r->out[0],  &r->out[1],  &r->err[0],    &r->err[1],
-		       &r->in_fd,   &r->ctl[0],  &r->ctl[1] };
+		       &r->in_fd,   &r->ctl[0],  &r->ctl[1],    &r->wd[1] };
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		close_fd(fds[i]);
 	for (int i = 0; i < r->n_join_fds; i++)
@@ -593,7 +632,8 @@ void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 		       .report = { -1, -1 },
 		       .out = { -1, -1 },
 		       .err = { -1, -1 },
-		       .ctl = { -1, -1 } };
+		       .ctl = { -1, -1 },
+		       .wd = { -1, -1 } };
 }
 
 int sr_box_prepare(sr_box *b, sr_error *err)
@@ -653,6 +693,33 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 	return -1;
 }
 
+/* The working dir the sandbox handed over (none if it died before its
+ * mounts were done): its artifacts/ into the result. */
+static void collect_artifacts(sr_box *b)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
+	if (b->wd[0] < 0 || recvmsg(b->wd[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+		return;
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int fd = -1;
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return;
+	memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
+	if (ws)
+		sr_artifacts_collect(ws, NULL, b->res);
+	sr_workspace_forget(ws);
+}
+
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (sr_box_check_request(req, err))
@@ -664,6 +731,7 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 	sr_box_init(&b, req, res);
 	if (sr_box_prepare(&b, err)) {
 		sr_box_cleanup(&b);
+		close_fd(&b.wd[0]);
 		return -1;
 	}
 	sr_error inner = { 0 };
@@ -674,6 +742,8 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
 	}
-	sr_box_cleanup(&b);
+	sr_box_cleanup(&b); /* everything in the sandbox has ended */
+	collect_artifacts(&b);
+	close_fd(&b.wd[0]);
 	return 0;
 }

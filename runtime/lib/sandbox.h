@@ -28,6 +28,7 @@ typedef struct sr_box {
 	char *argv[8];
 	int sync[2], report[2], out[2], err[2], in_fd;
 	int ctl[2]; /* a kernel's control socket pair, else -1 */
+	int wd[2];  /* one-shot: the working dir's fd comes back on wd[0] */
 	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
 	int pidfd;
 	pid_t pid;
@@ -49,7 +50,8 @@ int sr_box_start(sr_box *b, sr_error *err);
  * group's counters when the run began (NULL: zero). */
 int sr_box_watch(sr_box *b, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
 		 sr_outcome *oc, sr_error *err);
-/* Kill what runs, close, remove the group, free. */
+/* Kill what runs, close, remove the group, free (all but wd[0]: the
+ * artifacts are read after this). */
 void sr_box_cleanup(sr_box *b);
 
 #endif

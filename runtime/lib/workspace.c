@@ -414,6 +414,19 @@ void sr_workspace_forget(sr_workspace *ws)
 	teardown(ws);
 }
 
+sr_workspace *sr_workspace_view(int root_fd, const char *label)
+{
+	sr_workspace *ws = calloc(1, sizeof *ws);
+	if (!ws || !(ws->path = strdup(label))) {
+		free(ws);
+		close(root_fd);
+		return NULL;
+	}
+	ws->id = ws->path;
+	ws->root_fd = root_fd;
+	return ws;
+}
+
 const char *sr_workspace_path(const sr_workspace *ws)
 {
 	return ws->path;
@@ -543,8 +556,8 @@ static int open_regular(int root_fd, const char *path, size_t max, size_t *size)
 	return fd;
 }
 
-int sr_workspace_read(sr_workspace *ws, const char *path, size_t max, void **data, size_t *size,
-		      sr_error *err)
+int sr_workspace_read(const sr_workspace *ws, const char *path, size_t max, void **data,
+		      size_t *size, sr_error *err)
 {
 	size_t hint = 0;
 	*data = NULL;
@@ -636,6 +649,7 @@ static int list_add(struct lister *l, char *path, const struct stat *st)
 		  : S_ISLNK(st->st_mode) ? 'l'
 					 : 'o';
 	e->size = e->type == 'd' ? 0 : (uint64_t)st->st_size;
+	e->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
 	return 0;
 }
 
@@ -690,7 +704,7 @@ static int list_dir(struct lister *l, int fd, const char *prefix, int depth)
 	return rc;
 }
 
-int sr_workspace_list(sr_workspace *ws, const char *dir, size_t max_entries,
+int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
 		      sr_workspace_entry **out, size_t *n, sr_error *err)
 {
 	struct lister l = { .ws = ws, .top = dir ? dir : "", .max = max_entries, .err = err };

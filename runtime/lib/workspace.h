@@ -13,4 +13,9 @@
  * already taken down (sr_workspace_cleanup_stale). */
 void sr_workspace_forget(sr_workspace *ws);
 
+/* The workspace functions over a dir that is not a workspace: root_fd
+ * (taken over; O_PATH is enough) is its root. sr_workspace_forget it.
+ * A one-shot run's working dir, whose fd the sandbox hands over. */
+sr_workspace *sr_workspace_view(int root_fd, const char *label);
+
 #endif

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
 #include "check.h"
 #include "mcp.h"
 #include "mcp_tools.h"
@@ -15,17 +14,17 @@ static void test_base64_round_trips_every_length(void)
 	for (size_t i = 0; i < sizeof data; i++)
 		data[i] = (unsigned char)(i * 37 + 11);
 	for (size_t len = 0; len <= sizeof data; len++) {
-		char *text = srd_b64_encode(data, len);
+		char *text = sr_base64_encode(data, len);
 		unsigned char *back = NULL;
 		size_t n = 0;
 		const char *why = NULL;
 		CHECK(text && strlen(text) == (len + 2) / 3 * 4);
-		CHECK(srd_b64_decode(text, strlen(text), &back, &n, &why) == 0);
+		CHECK(sr_base64_decode(text, strlen(text), &back, &n, &why) == 0);
 		CHECK(n == len && back && memcmp(back, data, len) == 0);
 		free(back);
 		free(text);
 	}
-	char *t = srd_b64_encode("saferun", 7);
+	char *t = sr_base64_encode("saferun", 7);
 	CHECK_STR(t, "c2FmZXJ1bg==");
 	free(t);
 }
@@ -34,7 +33,7 @@ static int decode(const char *text, const char **why)
 {
 	unsigned char *out = NULL;
 	size_t n;
-	int rc = srd_b64_decode(text, strlen(text), &out, &n, why);
+	int rc = sr_base64_decode(text, strlen(text), &out, &n, why);
 	CHECK(rc == 0 || out == NULL);
 	free(out);
 	return rc;

@@ -1,11 +1,16 @@
-#include "base64.h"
+/* Base64 (RFC 4648, standard alphabet, padded): artifacts inline in a
+ * result, files through MCP. */
+#include <stdbool.h>
+#include <stddef.h>
 
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "saferun.h"
+
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char *srd_b64_encode(const void *data, size_t len)
+char *sr_base64_encode(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
@@ -37,8 +42,8 @@ static int value(char c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-int srd_b64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len,
-		   const char **why)
+int sr_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len,
+		     const char **why)
 {
 	*out = NULL;
 	*out_len = 0;
