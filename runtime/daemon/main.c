@@ -83,30 +83,38 @@ static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)
 	srd_log_json("ready", line);
 }
 
+/* A signal arrived on fd: SIGHUP reloads the policies; true for one
+ * that stops us (SIGTERM, SIGINT). */
+static bool on_signal_fd(srd_ctx *ctx, int fd)
+{
+	unsigned char sig;
+	if (read(fd, &sig, 1) != 1)
+		return false;
+	if (sig != SIGHUP) {
+		srd_log("info", "shutdown", "signal %d: draining", sig);
+		return true;
+	}
+	char msg[1024];
+	int n = srd_policies_reload(ctx->policies, msg, sizeof msg);
+	if (n < 0)
+		srd_log("error", "reload", "policies not reloaded, the old ones stay: %s", msg);
+	else
+		srd_log("info", "reload", "%d policies loaded", n);
+	return false;
+}
+
 /* Serve until SIGTERM or SIGINT; SIGHUP reloads the policies. */
 static void serve(srd_ctx *ctx)
 {
 	for (;;) {
 		struct pollfd pfd = { .fd = signal_pipe[0], .events = POLLIN };
-		unsigned char sig;
 		/* Once a second: close the sessions past their TTL. */
 		int ready = poll(&pfd, 1, 1000);
 		if (ready < 0 && errno != EINTR)
 			return;
 		srd_sessions_reap(ctx->sessions);
-		if (ready <= 0 || read(signal_pipe[0], &sig, 1) != 1)
-			continue;
-		if (sig != SIGHUP) {
-			srd_log("info", "shutdown", "signal %d: draining", sig);
+		if (ready > 0 && on_signal_fd(ctx, signal_pipe[0]))
 			return;
-		}
-		char msg[1024];
-		int n = srd_policies_reload(ctx->policies, msg, sizeof msg);
-		if (n < 0)
-			srd_log("error", "reload", "policies not reloaded, the old ones stay: %s",
-				msg);
-		else
-			srd_log("info", "reload", "%d policies loaded", n);
 	}
 }
 
@@ -186,7 +194,7 @@ static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg,
 	cJSON_AddNumberToObject(line, "pid", getpid());
 	cJSON_AddStringToObject(line, "workspaces", own);
 	srd_log_json("ready", line);
-	int rc = srd_mcp_stdio(ctx, STDIN_FILENO, STDOUT_FILENO, signal_pipe[0]);
+	int rc = srd_mcp_stdio(ctx, STDIN_FILENO, STDOUT_FILENO, signal_pipe[0], on_signal_fd);
 	srd_sessions_close(ctx->sessions);
 	ctx->sessions = NULL;
 	rmdir(own);

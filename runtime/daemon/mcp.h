@@ -52,9 +52,10 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 void srd_handle_mcp_delete(srd_ctx *ctx, const srd_request *req, srd_response *res);
 
 /* The stdio transport: newline-delimited messages on in_fd, answers on
- * out_fd, until in_fd ends or stop_fd is readable. Requests run
- * concurrently; the answers' order is theirs. Returns 0, or -1 when
- * out_fd broke. */
-int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd);
+ * out_fd, until in_fd ends or stop(ctx, stop_fd), called when stop_fd is
+ * readable, says so. Requests run concurrently; the answers' order is
+ * theirs. Returns 0, or -1 when out_fd broke. */
+int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd,
+		  bool (*stop)(srd_ctx *ctx, int stop_fd));
 
 #endif

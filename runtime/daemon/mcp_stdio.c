@@ -100,7 +100,14 @@ static void handle_line(struct stdio_server *s, char *line, size_t len)
 	pthread_attr_destroy(&attr);
 }
 
-int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd)
+static void too_long(struct stdio_server *s, size_t max)
+{
+	emit(s, srd_mcp_error(NULL, SRD_RPC_INVALID_REQUEST,
+			      "Invalid Request: a message is over %zu bytes (max_body_size)", max));
+}
+
+int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd,
+		  bool (*stop)(srd_ctx *ctx, int stop_fd))
 {
 	struct stdio_server s = { .ctx = ctx, .out_fd = out_fd, .peer = { .fd = -1 } };
 	snprintf(s.peer.addr, sizeof s.peer.addr, "stdio");
@@ -118,10 +125,10 @@ int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd)
 			break;
 		if (ready <= 0)
 			continue;
-		if (p[1].revents) {
-			srd_log("info", "shutdown", "signal: the stdio server stops");
+		if (p[1].revents && stop(ctx, stop_fd))
 			break;
-		}
+		if (!p[0].revents)
+			continue;
 		if (len + 65536 > cap) {
 			char *grown = realloc(buf, cap * 2);
 			if (!grown)
@@ -139,7 +146,9 @@ int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd)
 			buf[len++] = '\n';
 		char *start = buf, *nl;
 		while ((nl = memchr(start, '\n', len - (size_t)(start - buf)))) {
-			if (!skipping)
+			if ((size_t)(nl - start) > max && !skipping)
+				too_long(&s, max);
+			else if (!skipping)
 				handle_line(&s, start, (size_t)(nl - start));
 			skipping = false;
 			start = nl + 1;
@@ -147,10 +156,7 @@ int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd)
 		len -= (size_t)(start - buf);
 		memmove(buf, start, len);
 		if (len > max && !skipping) {
-			emit(&s, srd_mcp_error(NULL, SRD_RPC_INVALID_REQUEST,
-					       "Invalid Request: a message is over %zu bytes "
-					       "(max_body_size)",
-					       max));
+			too_long(&s, max);
 			skipping = true;
 		}
 		if (skipping)
