@@ -15,12 +15,13 @@ import re
 import secrets
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 
 import pytest
 import requests
 
-from conftest import SAFERUND, sandbox_processes, wait_for
+from conftest import HOST_POLICY, SAFERUND, sandbox_processes, wait_for
 
 TOKEN = "mcp-test-token-" + "7" * 24
 LATEST = "2025-06-18"
@@ -1472,3 +1473,81 @@ def test_agentrunplus_full_mcp_workflow(arp_mcp, tmp_path):
     assert client.get_health()["active_sessions"] == 0
     assert requests.get(d.tcp_url(f"/sessions/{sid}"), headers=h, timeout=30).status_code == 404
     assert_nothing_left(d)
+
+
+# ---- artifacts: plots as image content -----------------------------------
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_python_returns_plots_as_image_content(mcp):
+    code = ("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n"
+            "plt.figure(); plt.bar(['a'], [1])\n"
+            "open('artifacts/table.csv', 'w').write('a,b\\n')\nprint('plotted')")
+    res = mcp.tool("run_python", {"code": code, "allow": ["open"]})
+    assert res["isError"] is False, res["content"][0]["text"]
+    images = res["content"][1:]
+    assert [(c["type"], c["mimeType"]) for c in images] == [("image", "image/png")] * 2
+    assert all(base64.b64decode(c["data"]).startswith(PNG_MAGIC) for c in images)
+    arts = {a["name"]: a for a in res["structuredContent"]["artifacts"]}
+    assert sorted(arts) == ["figure-1.png", "figure-2.png", "table.csv"]
+    # a plot's bytes are sent once: in the image, not in structuredContent too
+    for name in ("figure-1.png", "figure-2.png"):
+        assert arts[name]["in_content"] is True and "data_base64" not in arts[name]
+    assert base64.b64decode(arts["table.csv"]["data_base64"]) == b"a,b\n"
+    assert "in_content" not in arts["table.csv"]
+
+
+def test_a_run_without_artifacts_has_only_the_text(mcp):
+    res = mcp.tool("run_python", {"code": "print(1)"})
+    assert len(res["content"]) == 1 and res["structuredContent"]["artifacts"] == []
+
+
+# ---- stdio (saferun mcp) --------------------------------------------------
+
+SAFERUN = os.environ.get("SAFERUN") or os.path.join(os.path.dirname(SAFERUND), "saferun")
+
+
+def stdio_server(d, *args):
+    ws = os.path.join(d.dir, "stdio-ws")
+    return subprocess.Popen([SAFERUN, "mcp", "--policies-dir", d.policies, "--workspaces-dir", ws,
+                             *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def test_stdio_sighup_reloads_policies_and_keeps_serving(make_daemon):
+    d = make_daemon(start=False)
+    p = stdio_server(d)
+    try:
+        def call(msg):
+            p.stdin.write((json.dumps(msg) + "\n").encode())
+            p.stdin.flush()
+            return json.loads(p.stdout.readline())
+
+        assert call(request("ping", id=1)) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        d.write_policy("later", HOST_POLICY)
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)  # the signal is handled within the server's next poll
+        res = call(request("tools/call", {"name": "run_python",
+                                           "arguments": {"code": "print(7)", "policy": "later"}},
+                           id=2))
+        assert res["result"]["structuredContent"]["stdout"] == "7\n", res
+        p.stdin.close()
+        assert p.wait(timeout=30) == 0
+    finally:
+        p.kill()
+        p.wait()
+    assert b'"reload"' in p.stderr.read()
+
+
+def test_stdio_refuses_a_line_over_max_body_even_in_one_read(make_daemon):
+    d = make_daemon(start=False)
+    p = stdio_server(d, "--max-body", "2K")
+    line = json.dumps(request("tools/call", {"name": "run_python",
+                                              "arguments": {"code": "#" + "x" * 3000}}, id=1))
+    out, _ = p.communicate((line + "\n" + json.dumps(request("ping", id=2)) + "\n").encode(),
+                           timeout=60)
+    answers = [json.loads(l) for l in out.decode().splitlines()]
+    assert answers[0]["error"]["code"] == -32600 and "2048 bytes" in answers[0]["error"]["message"]
+    assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert p.returncode == 0
