@@ -124,25 +124,12 @@ static int send_run(sr_kernel *k, const sr_run_request *req, sr_error *err)
 		close(fd);
 		return sr_fail(err, ENOMEM, "the kernel's control message");
 	}
-	struct iovec iov = { .iov_base = msg, .iov_len = ctl_message(req, msg) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	ssize_t n = sendmsg(k->box.ctl[0], &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	size_t len = ctl_message(req, msg);
+	ssize_t n = sr_send_fd(k->box.ctl[0], msg, len, fd, MSG_DONTWAIT);
 	int e = errno;
 	close(fd);
 	free(msg);
-	if (n == (ssize_t)iov.iov_len)
+	if (n == (ssize_t)len)
 		return 0;
 	k->alive = false;
 	return sr_refuse(err, ESRCH, "the kernel %s has ended (%s); start another", k->info.id,

@@ -161,22 +161,7 @@ static __attribute__((noreturn)) void be_init(const struct child *c)
 static void send_workdir(struct child *c)
 {
 	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u = { 0 };
-	char byte = 'W';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	if (fd < 0 || sendmsg(c->wd_fd, &mh, MSG_NOSIGNAL) != 1)
+	if (fd < 0 || sr_send_fd(c->wd_fd, "W", 1, fd, 0) != 1)
 		child_fail(c, errno, "hand over the working dir");
 	close(fd);
 	close(c->wd_fd);
@@ -697,23 +682,9 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
  * mounts were done): its artifacts/ into the result. */
 static void collect_artifacts(sr_box *b)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
-	if (b->wd[0] < 0 || recvmsg(b->wd[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+	int fd = b->wd[0] >= 0 ? sr_recv_fd(b->wd[0], MSG_DONTWAIT) : -1;
+	if (fd < 0)
 		return;
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	int fd = -1;
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return;
-	memcpy(&fd, CMSG_DATA(cm), sizeof fd);
 	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
 	if (ws)
 		sr_artifacts_collect(ws, NULL, b->res);

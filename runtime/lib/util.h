@@ -13,6 +13,10 @@
 int sr_write_file(const char *path, const char *s);
 /* Write all of data to fd (retrying short writes and EINTR): 0 or -1 with errno. */
 int sr_write_all(int fd, const void *data, size_t len);
+/* Send len bytes and fd (SCM_RIGHTS) as one message; sendmsg's return. */
+ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags);
+/* Receive a one-byte message with an fd (close-on-exec): the fd, or -1. */
+int sr_recv_fd(int sock, int flags);
 /* Read at most size-1 bytes, NUL-terminated. Returns length or -errno. */
 ssize_t sr_read_file(const char *path, char *buf, size_t size);
 /* First number in the file. Returns 0 or -errno. */
