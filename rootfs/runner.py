@@ -74,6 +74,9 @@ def _saferun_artifacts():
             return
         for num in plt.get_fignums():
             fig = plt.figure(num)
+            if getattr(fig, "_saferun_saved", False):
+                plt.close(fig)  # the code saved it itself: once is enough
+                continue
             while True:
                 count[0] += 1
                 name = f"artifacts/figure-{count[0]}.png"
@@ -101,6 +104,14 @@ def _saferun_artifacts():
             def exec_module(module):
                 load(module)
                 module.show = lambda *args, **kwargs: save_figures()
+                figure = sys.modules["matplotlib.figure"].Figure
+                savefig = figure.savefig
+
+                def saved(fig, *args, **kwargs):
+                    fig._saferun_saved = True
+                    return savefig(fig, *args, **kwargs)
+
+                figure.savefig = saved
 
             spec.loader.exec_module = exec_module
             return spec

@@ -51,8 +51,9 @@ void sr_artifacts_free(sr_result *res)
 	res->n_artifacts = 0;
 }
 
-/* Room to tell "more than the max" from "exactly the max". */
-#define LIST_MAX (4 * SR_ARTIFACTS_MAX)
+/* Entries (dirs, links and files) a listing may hold: past it the whole
+ * listing fails (it is all or nothing), so it is far past the max. */
+#define LIST_MAX 20000
 
 void sr_artifacts_snapshot(const sr_workspace *ws, sr_artifacts_snap *snap)
 {

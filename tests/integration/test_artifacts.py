@@ -138,3 +138,22 @@ def test_a_kernel_run_lists_what_it_changed_in_artifacts(tmp_path):
         ["one.txt"], ["two.txt"], [], ["one.txt"]]
     assert base64.b64decode(results[3]["artifacts"][0]["data_base64"]) == b"one again"
     assert files["artifacts/two.txt"][0] == 1  # still in the workspace
+
+
+@needs_matplotlib
+def test_a_figure_the_code_saved_itself_is_not_saved_again():
+    res = run("""
+import matplotlib.pyplot as plt
+plt.plot([1, 2])
+plt.savefig('artifacts/mine.png')
+plt.figure()
+plt.plot([2, 1])
+""")
+    assert res["status"] == "ok", res
+    assert [a["name"] for a in res["artifacts"]] == ["figure-1.png", "mine.png"]
+
+
+def test_over_400_files_still_lists_the_first_100():
+    res = run("for i in range(450): open(f'artifacts/f{i:03}.txt', 'w').write('x')")
+    assert res["status"] == "ok", res
+    assert len(res["artifacts"]) == 100 and res["artifacts_truncated"] is True
