@@ -201,23 +201,46 @@ class Daemon:
             self.log.close()
         self.final_log = self.text() if self.proc else ""
         # What a failed test may have left: kill it, remove the groups.
-        for d in sorted(self.leftover_groups(), reverse=True):
-            kill_group(d)
-        for d in self.cgroups:
-            for sub in ("saferun", ""):
-                path = os.path.join(d, sub) if sub else d
-                for _ in range(100):
-                    try:
-                        os.rmdir(path)
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        kill_group(path)
-                        time.sleep(0.02)
+        remove_cgroups(self.cgroups)
         for m in self.mounted_workspaces():
             subprocess.run(["umount", "-l", m], check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def remove_cgroups(cgroups):
+    """Kill what runs in these test cgroups (and their saferun/ANY groups),
+    then remove them all."""
+    for c in cgroups:
+        parent = os.path.join(c, "saferun")
+        if os.path.isdir(parent):
+            for e in sorted(os.listdir(parent), reverse=True):
+                kill_group(os.path.join(parent, e))
+        for path in (parent, c):
+            for _ in range(100):
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    kill_group(path)
+                    time.sleep(0.02)
+
+
+def own_sandbox_processes(cgroups):
+    """sandbox_processes() in these cgroups only (other saferun runs may
+    share the machine)."""
+    names = {"/" + os.path.basename(c) + "/" for c in cgroups}
+    own = []
+    for pid in sandbox_processes():
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if any(n in text for n in names):
+            own.append(pid)
+    return own
 
 
 def kill_group(d):

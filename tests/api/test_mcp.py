@@ -16,12 +16,12 @@ import secrets
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 
 import pytest
 import requests
 
-from conftest import HOST_POLICY, SAFERUND, sandbox_processes, wait_for
+from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, wait_for
+from test_agentrun import SessionInfo
 
 TOKEN = "mcp-test-token-" + "7" * 24
 LATEST = "2025-06-18"
@@ -33,7 +33,7 @@ UNKNOWN_SID = "0123456789abcdef"  # the shape of a sandbox session id, never iss
 TOOLS = {
     "run_python": ({"code", "timeout", "files", "env", "allow", "stdin", "policy", "memory",
                     "cpus"}, {"code"}),
-    "check_python": ({"code"}, {"code"}),
+    "check_python": ({"code", "allow", "policy"}, {"code"}),
     "create_session": (set(), set()),
     "execute_code": ({"session_id", "code", "ignore_dependencies", "ignore_unsafe_functions"},
                      {"session_id", "code"}),
@@ -183,24 +183,11 @@ def delete(d, path):
         return s.delete(d.url(path), timeout=60)
 
 
-def own_sandbox_processes(d):
-    group = "/" + os.path.basename(d.cgroups[0]) + "/"
-    own = []
-    for pid in sandbox_processes():
-        try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                if group in f.read():
-                    own.append(pid)
-        except OSError:
-            pass
-    return own
-
-
 def assert_nothing_left(d):
     assert wait_for(lambda: d.mounted_workspaces() == [], timeout=5), d.mounted_workspaces()
     assert wait_for(lambda: not os.path.isdir(d.workspaces) or os.listdir(d.workspaces) == [],
                     timeout=5), os.listdir(d.workspaces)
-    assert wait_for(lambda: own_sandbox_processes(d) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     assert d.leftover_groups() == []
 
 
@@ -525,7 +512,8 @@ def test_an_unknown_method_is_32601_with_the_id_echoed(mcp, id, method):
     ({"name": "run_python", "arguments": {"code": "1", "cpus": "many"}}, "cpus"),
     ({"name": "check_python", "arguments": {}}, "code"),
     ({"name": "check_python", "arguments": {"code": ["x"]}}, "code"),
-    ({"name": "check_python", "arguments": {"code": "1", "allow": ["eval"]}}, "allow"),
+    ({"name": "check_python", "arguments": {"code": "1", "allow": "eval"}}, "allow"),
+    ({"name": "check_python", "arguments": {"code": "1", "policy": "nope"}}, "policy"),
     ({"name": "create_session", "arguments": {"policy": "host"}}, "policy"),
     ({"name": "execute_code", "arguments": {"code": "print(1)"}}, "session_id"),
     ({"name": "execute_code", "arguments": {"session_id": 5, "code": "1"}}, "session_id"),
@@ -896,6 +884,13 @@ def test_check_python_lists_the_findings_like_saferun_check(mcp):
     assert "SR101" in text and "SR201" in text
     assert re.search(r"\b7\b", text) and re.search(r"\b8\b", text), text
     assert "os.system" in text and "eval" in text
+
+
+def test_check_python_takes_run_pythons_allow_list(mcp):
+    code = "import os\nos.system('ls')\ny = eval('2')\n"
+    res = mcp.tool("check_python", {"code": code, "allow": ["eval"]})
+    out = res["structuredContent"]
+    assert [f["rule"] for f in out["findings"]] == ["SR101"] and out["allowed"] == 1
     assert mcp.daemon.lines("run") == []
 
 
@@ -1246,19 +1241,11 @@ def test_sigterm_with_mcp_sessions_open_leaves_nothing(make_daemon):
     assert d.mounted_workspaces() == []
     assert os.listdir(d.workspaces) == []
     assert d.leftover_groups() == []
-    assert wait_for(lambda: own_sandbox_processes(d) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
 
 
 # ---- AgentRunPlus's MCP client and workflow ---------------------------------------------
 
-@dataclass
-class SessionInfo:
-    session_id: str
-    workdir: str
-    source_path: str
-    artifact_path: str
-    upload_url: str
-    artifacts_url: str
 
 
 class AgentRunMCPClient:

@@ -16,7 +16,8 @@ import tempfile
 
 import pytest
 
-from conftest import HOST_POLICY, SAFERUND, cgroup_dirs, kill_group, sandbox_processes, wait_for
+from conftest import (HOST_POLICY, SAFERUND, cgroup_dirs, own_sandbox_processes,
+                      remove_cgroups, wait_for)
 
 SOURCE_DIR = (os.environ.get("SAFERUN_SOURCE_DIR")
               or os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -72,22 +73,6 @@ def daemon_sessions(d):
     r = d.get("/sessions")
     assert r.status_code == 200, r.text
     return r.json()
-
-
-def own_sandbox_processes(cgroups):
-    """sandbox_processes() in these cgroups only (other saferun runs may
-    share the machine)."""
-    names = {"/" + os.path.basename(c) + "/" for c in cgroups}
-    own = []
-    for pid in sandbox_processes():
-        try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                text = f.read()
-        except OSError:
-            continue
-        if any(n in text for n in names):
-            own.append(pid)
-    return own
 
 
 def RUNS(sid):
@@ -292,20 +277,7 @@ class StdioSetup:
     def cleanup(self):
         for m in self.mounts():
             subprocess.run(["umount", "-l", m], check=False)
-        for c in self.cgroups:
-            parent = os.path.join(c, "saferun")
-            if os.path.isdir(parent):
-                for e in sorted(os.listdir(parent), reverse=True):
-                    kill_group(os.path.join(parent, e))
-            for path in (parent, c):
-                for _ in range(100):
-                    try:
-                        os.rmdir(path)
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        kill_group(path)
+        remove_cgroups(self.cgroups)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

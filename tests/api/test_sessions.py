@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import HOST_POLICY, sandbox_processes, wait_for
+from conftest import HOST_POLICY, own_sandbox_processes, wait_for
 
 SESSION_KEYS = {"session_id", "policy", "stateful", "created_s", "idle_s", "runs", "workdir",
                 "disk", "limits", "run_url", "files_url"}
@@ -59,21 +59,6 @@ def error(resp, data=None):
 def delete(d, path):
     with d.session() as s:
         return s.delete(d.url(path), timeout=30)
-
-
-def own_sandbox_processes(d):
-    """sandbox_processes() of this daemon only: other saferun runs may share
-    the machine, so keep the ones in this daemon's cgroups."""
-    group = "/" + os.path.basename(d.cgroups[0]) + "/"
-    own = []
-    for pid in sandbox_processes():
-        try:
-            with open(f"/proc/{pid}/cgroup") as f:
-                if group in f.read():
-                    own.append(pid)
-        except OSError:
-            pass
-    return own
 
 
 def test_create_list_get_delete_round_trip(daemon):
@@ -470,7 +455,7 @@ def test_idle_sessions_expire_after_session_ttl(make_daemon):
     assert wait_for(
         lambda: d.mounted_workspaces() == [] and os.listdir(d.workspaces) == [], timeout=5
     )
-    assert wait_for(lambda: own_sandbox_processes(d) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     assert d.leftover_groups() == []
     closed = [l["msg"] for l in d.lines("session") if "closed" in l.get("msg", "")]
     assert len(closed) == 2 and all("idle past session_ttl" in m for m in closed)
@@ -496,7 +481,7 @@ def test_sigkill_with_open_sessions_then_restart_leaves_nothing(make_daemon):
     files = create(d)["session_id"]
     assert put(d, files, "src/a.txt", b"a")[0].status == 201
     assert len(d.mounted_workspaces()) == 2
-    assert own_sandbox_processes(d), "the stateful session's interpreter is not up"
+    assert own_sandbox_processes(d.cgroups), "the stateful session's interpreter is not up"
     d.proc.kill()
     d.proc.wait(timeout=10)
     d.log.close()
@@ -504,7 +489,7 @@ def test_sigkill_with_open_sessions_then_restart_leaves_nothing(make_daemon):
     msgs = [l["msg"] for l in d.lines("cleanup")]
     assert "removed 2 session workspaces left behind" in msgs, d.text()
     assert d.mounted_workspaces() == [] and os.listdir(d.workspaces) == []
-    assert wait_for(lambda: own_sandbox_processes(d) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     assert d.leftover_groups() == []
     for sid in (live, files):
         assert d.get(f"/v1/sessions/{sid}").status_code == 404
@@ -522,7 +507,7 @@ def test_sigterm_closes_every_session(make_daemon):
     assert d.proc.wait(timeout=30) == 0
     assert d.mounted_workspaces() == [] and os.listdir(d.workspaces) == []
     assert d.leftover_groups() == []
-    assert wait_for(lambda: own_sandbox_processes(d) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     closed = [l["msg"] for l in d.lines("session") if "closed (shutdown)" in l.get("msg", "")]
     assert len(closed) == 2
 
@@ -552,7 +537,7 @@ def test_delete_ends_a_run_in_progress(daemon, stateful):
         body = busy.result(timeout=30)
     assert body["status"] == "killed" and time.monotonic() - t < 20, body
     assert wait_for(lambda: daemon.mounted_workspaces() == [], timeout=5)
-    assert wait_for(lambda: own_sandbox_processes(daemon) == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(daemon.cgroups) == [], timeout=5)
     assert daemon.leftover_groups() == []
 
 
