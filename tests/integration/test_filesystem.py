@@ -74,7 +74,8 @@ def test_writable_dirs_vanish_after_the_run():
     first = run("open('/work/kept.txt','w').write('x'); open('/tmp/kept','w').write('x')")
     assert first["status"] == "ok", first
     second = run("import os; print(sorted(os.listdir('/work')), os.listdir('/tmp'))")
-    assert second["stdout"].strip() == "['main.py'] []"
+    # the runner makes artifacts/ (docs/artifacts.md); nothing of the first run
+    assert second["stdout"].strip() == "['artifacts', 'main.py'] []"
 
 
 def test_host_mount_table_is_unchanged():
@@ -129,4 +130,4 @@ def test_policy_workdir_can_be_nested():
     res = run("import os; open('out.txt', 'w').write('x'); print(os.getcwd(), sorted(os.listdir('.')))",
               "--policy", os.path.join(os.path.dirname(__file__), "policies", "nested-workdir.json"))
     assert res["status"] == "ok", res
-    assert res["stdout"].strip() == "/home/user/work ['main.py', 'out.txt']"
+    assert res["stdout"].strip() == "/home/user/work ['artifacts', 'main.py', 'out.txt']"
