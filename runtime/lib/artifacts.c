@@ -77,7 +77,7 @@ static int by_path(const void *a, const void *b)
 static bool unchanged(const sr_artifacts_snap *before, const sr_workspace_entry *e)
 {
 	const sr_workspace_entry *old =
-	    before ? bsearch(e, before->e, before->n, sizeof *e, by_path) : NULL;
+	    before && before->n ? bsearch(e, before->e, before->n, sizeof *e, by_path) : NULL;
 	return old && old->mtime_ns == e->mtime_ns && old->size == e->size && old->type == e->type;
 }
 
