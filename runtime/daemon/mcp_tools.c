@@ -1,5 +1,6 @@
 #include "mcp_tools.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -540,6 +541,22 @@ static const tool tools[] = {
 };
 #define N_TOOLS (sizeof tools / sizeof *tools)
 
+/* Each tool's schema, parsed once (the texts above are constants). */
+static cJSON *schemas[N_TOOLS];
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+
+static void parse_schemas(void)
+{
+	for (size_t i = 0; i < N_TOOLS; i++)
+		schemas[i] = cJSON_Parse(tools[i].schema);
+}
+
+static const cJSON *schema_of(const tool *t)
+{
+	pthread_once(&schemas_once, parse_schemas);
+	return schemas[t - tools];
+}
+
 cJSON *srd_mcp_tools_list(void)
 {
 	cJSON *list = cJSON_CreateArray();
@@ -548,7 +565,8 @@ cJSON *srd_mcp_tools_list(void)
 		cJSON_AddStringToObject(t, "name", tools[i].name);
 		cJSON_AddStringToObject(t, "title", tools[i].title);
 		cJSON_AddStringToObject(t, "description", tools[i].description);
-		cJSON_AddItemToObject(t, "inputSchema", cJSON_Parse(tools[i].schema));
+		cJSON_AddItemToObject(t, "inputSchema",
+				      cJSON_Duplicate(schema_of(&tools[i]), true));
 		cJSON_AddItemToArray(list, t);
 	}
 	return list;
@@ -608,7 +626,7 @@ static bool matches(const cJSON *v, const cJSON *schema, char *want, size_t size
 
 static int check_args(const tool *t, const cJSON *args, srd_ferr *e)
 {
-	cJSON *schema = cJSON_Parse(t->schema);
+	const cJSON *schema = schema_of(t);
 	const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
 	const cJSON *required = cJSON_GetObjectItemCaseSensitive(schema, "required"), *it;
 	char want[128], names[256] = "";
@@ -641,7 +659,6 @@ static int check_args(const tool *t, const cJSON *args, srd_ferr *e)
 			break;
 		}
 	}
-	cJSON_Delete(schema);
 	return rc;
 }
 

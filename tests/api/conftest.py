@@ -243,6 +243,14 @@ def own_sandbox_processes(cgroups):
     return own
 
 
+def tree(top):
+    """Every path below top (dirs and files)."""
+    out = set()
+    for root, dirs, files in os.walk(top):
+        out.update(os.path.join(root, n) for n in dirs + files)
+    return out
+
+
 def kill_group(d):
     try:
         with open(os.path.join(d, "cgroup.procs")) as f:

@@ -20,7 +20,7 @@ import time
 import pytest
 import requests
 
-from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, wait_for
+from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, tree, wait_for
 from test_agentrun import SessionInfo
 
 TOKEN = "mcp-test-token-" + "7" * 24
@@ -971,13 +971,6 @@ def test_upload_file_then_the_code_reads_it(mcp):
     mcp.arp("upload_file", {"session_id": sid, "filename": "data.bin",
                             "content_base64": base64.b64encode(b"v2").decode()})
     assert mcp.daemon.raw("GET", f"/v1/sessions/{sid}/files/src/data.bin")[1] == b"v2"
-
-
-def tree(top):
-    out = set()
-    for root, dirs, files in os.walk(top):
-        out.update(os.path.join(root, n) for n in dirs + files)
-    return out
 
 
 @pytest.mark.parametrize("name", [

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import HOST_POLICY, own_sandbox_processes, wait_for
+from conftest import HOST_POLICY, own_sandbox_processes, tree, wait_for
 
 SESSION_KEYS = {"session_id", "policy", "stateful", "created_s", "idle_s", "runs", "workdir",
                 "disk", "limits", "run_url", "files_url"}
@@ -265,13 +265,6 @@ def test_get_of_a_dir_is_400(daemon):
     sid = create(daemon)["session_id"]
     r, data = fetch(daemon, sid, "src")
     assert r.status == 400 and "directory" in error(r, data)["error"]
-
-
-def tree(top):
-    out = set()
-    for root, dirs, files in os.walk(top):
-        out.update(os.path.join(root, n) for n in dirs + files)
-    return out
 
 
 @pytest.mark.parametrize("path", [
