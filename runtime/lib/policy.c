@@ -33,12 +33,15 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_ENV_ENTRY    (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
 /* libseccomp's rule merging is quadratic: 2048 names compile in ~10 ms,
  * 16000 take half a second. The default uses about 380. */
-#define MAX_RULES      1024
-#define MAX_NAMES      2048
-#define MAX_ERRNO_RET  4095
-#define MAX_ALLOW      256
-#define MAX_ALLOW_NAME 79
-#define JSON_MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
+#define MAX_RULES       1024
+#define MAX_NAMES       2048
+#define MAX_ERRNO_RET   4095
+#define MAX_ALLOW       256
+#define MAX_ALLOW_NAME  79
+#define MAX_PRELOAD     64
+#define MAX_MODULE_NAME 100
+#define MAX_POOL_SIZE   64                 /* sandboxes kept ready by the warm path */
+#define JSON_MAX_EXACT  9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
 /* Where errors go: the document's name and the caller's error. */
 struct ctx {
@@ -503,6 +506,63 @@ static int want_string(const struct ctx *c, const char *path, const cJSON *v)
 	return cJSON_IsString(v) ? 0 : bad_type(c, path, v, "a string");
 }
 
+static int get_bool(const struct ctx *c, const char *path, const cJSON *v, bool *out)
+{
+	if (!cJSON_IsBool(v))
+		return bad_type(c, path, v, "true or false");
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+/* Checks one entry of a list of strings, given the entries before it. */
+typedef int (*entry_check)(const struct ctx *c, const char *path, const cJSON *v,
+			   char *const *before, size_t n_before);
+
+static int listed_before(const struct ctx *c, const char *path, const cJSON *v, char *const *before,
+			 size_t n_before)
+{
+	for (size_t i = 0; i < n_before; i++)
+		if (strcmp(before[i], v->valuestring) == 0)
+			return bad_value(c, path, v, "is listed twice");
+	return 0;
+}
+
+/* base: an array of at most max strings, each passing check. It replaces
+ * *list (NULL-terminated) only when every entry passes. */
+static int parse_string_list(const struct ctx *c, const char *base, const cJSON *arr, int max,
+			     const char *want, entry_check check, char ***list, size_t *n_list)
+{
+	char path[PATH_BUF];
+	char **v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, base, arr, want);
+	if (cJSON_GetArraySize(arr) > max)
+		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), max);
+	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
+	if (!v)
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next, n++) {
+		path_index(path, base, n);
+		if (check(c, path, it, v, n) < 0)
+			goto out;
+		if (!(v[n] = strdup(it->valuestring))) {
+			oom(c);
+			goto out;
+		}
+	}
+	strv_free(*list, *n_list);
+	*list = v;
+	*n_list = n;
+	v = NULL;
+	rc = 0;
+out:
+	strv_free(v, n);
+	return rc;
+}
+
 /* A whole JSON number 0..max, or (with strings) "123" or "0x7b" for the
  * full 64 bits JSON numbers cannot carry exactly. */
 static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max, int strings,
@@ -601,48 +661,22 @@ static int check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
 	}
 }
 
+/* Each entry of policy.filesystem.writable: absolute, not "/", once. */
+static int check_writable_entry(const struct ctx *c, const char *path, const cJSON *v,
+				char *const *before, size_t n_before)
+{
+	if (check_abs_path(c, path, v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "/") == 0)
+		return bad(c, path, "\"/\" cannot be writable (the root stays read-only)");
+	return listed_before(c, path, v, before, n_before);
+}
+
 static int parse_writable(const struct ctx *c, const cJSON *arr, sr_policy *p)
 {
-	static const char *const base = "policy.filesystem.writable";
-	char path[PATH_BUF];
-	char **v = NULL;
-	size_t n = 0;
-	int rc = -1;
-
-	if (!cJSON_IsArray(arr))
-		return bad_type(c, base, arr, "an array of absolute paths");
-	if (cJSON_GetArraySize(arr) > MAX_WRITABLE)
-		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr),
-			   MAX_WRITABLE);
-	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
-	if (!v)
-		return oom(c);
-	for (const cJSON *it = arr->child; it; it = it->next, n++) {
-		path_index(path, base, n);
-		if (check_abs_path(c, path, it) < 0)
-			goto out;
-		if (strcmp(it->valuestring, "/") == 0) {
-			bad(c, path, "\"/\" cannot be writable (the root stays read-only)");
-			goto out;
-		}
-		for (size_t j = 0; j < n; j++)
-			if (strcmp(v[j], it->valuestring) == 0) {
-				bad_value(c, path, it, "is listed twice");
-				goto out;
-			}
-		if (!(v[n] = strdup(it->valuestring))) {
-			oom(c);
-			goto out;
-		}
-	}
-	strv_free(p->writable, p->n_writable);
-	p->writable = v;
-	p->n_writable = n;
-	v = NULL;
-	rc = 0;
-out:
-	strv_free(v, n);
-	return rc;
+	return parse_string_list(c, "policy.filesystem.writable", arr, MAX_WRITABLE,
+				 "an array of absolute paths", check_writable_entry, &p->writable,
+				 &p->n_writable);
 }
 
 static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
@@ -1093,9 +1127,12 @@ static void rule_ids(char *buf, size_t n)
 /* A rule id or name, a dotted Python name (eval, os.system, __import__)
  * or an AgentRun ignore_unsafe_functions name: all are accepted as they
  * are; only ids that look like ours but are not are errors. */
-static int check_allow_entry(const struct ctx *c, const char *path, const cJSON *v)
+static int check_allow_entry(const struct ctx *c, const char *path, const cJSON *v,
+			     char *const *before, size_t n_before)
 {
 	char list[256];
+
+	(void)before, (void)n_before; /* the same name twice is harmless */
 
 	if (want_string(c, path, v) < 0)
 		return -1;
@@ -1116,36 +1153,8 @@ static int check_allow_entry(const struct ctx *c, const char *path, const cJSON 
 
 static int parse_allow(const struct ctx *c, const cJSON *arr, sr_policy *p)
 {
-	static const char *const base = "policy.checker.allow";
-	char path[PATH_BUF];
-	char **v = NULL;
-	size_t n = 0;
-	int rc = -1;
-
-	if (!cJSON_IsArray(arr))
-		return bad_type(c, base, arr, "an array of names");
-	if (cJSON_GetArraySize(arr) > MAX_ALLOW)
-		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), MAX_ALLOW);
-	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
-	if (!v)
-		return oom(c);
-	for (const cJSON *it = arr->child; it; it = it->next, n++) {
-		path_index(path, base, n);
-		if (check_allow_entry(c, path, it) < 0)
-			goto out;
-		if (!(v[n] = strdup(it->valuestring))) {
-			oom(c);
-			goto out;
-		}
-	}
-	strv_free(p->checker.allow, p->checker.n_allow);
-	p->checker.allow = v;
-	p->checker.n_allow = n;
-	v = NULL;
-	rc = 0;
-out:
-	strv_free(v, n);
-	return rc;
+	return parse_string_list(c, "policy.checker.allow", arr, MAX_ALLOW, "an array of names",
+				 check_allow_entry, &p->checker.allow, &p->checker.n_allow);
 }
 
 /* Turn rule r on or off in the list of rules turned off. */
@@ -1209,11 +1218,9 @@ static int parse_checker(const struct ctx *c, const cJSON *obj, sr_policy *p)
 
 	if (check_keys(c, "policy.checker", obj, keys) < 0)
 		return -1;
-	if ((v = get(obj, "enabled"))) {
-		if (!cJSON_IsBool(v))
-			return bad_type(c, "policy.checker.enabled", v, "true or false");
-		p->checker.enabled = cJSON_IsTrue(v);
-	}
+	if ((v = get(obj, "enabled")) &&
+	    get_bool(c, "policy.checker.enabled", v, &p->checker.enabled) < 0)
+		return -1;
 	if ((v = get(obj, "allow")) && parse_allow(c, v, p) < 0)
 		return -1;
 	if ((v = get(obj, "rules")) && parse_rule_switches(c, v, p) < 0)
@@ -1223,6 +1230,80 @@ static int parse_checker(const struct ctx *c, const cJSON *obj, sr_policy *p)
 		return -1;
 	if ((v = get(obj, "memory")) &&
 	    limit_value(c, "policy.checker.memory", &memory, v, &p->checker.memory_bytes) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the warm path ------------------------------------------------------------------ */
+
+/* A dotted Python module name: parts of ASCII letters, digits and _, not
+ * starting with a digit, joined by single dots. The zygote imports each
+ * one, so nothing else (paths, relative imports) may get through. */
+static int is_module_name(const char *s)
+{
+	static const char ident[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789_";
+
+	for (;;) {
+		size_t len = strspn(s, ident);
+		if (len == 0 || (*s >= '0' && *s <= '9'))
+			return 0;
+		s += len;
+		if (*s == '\0')
+			return 1;
+		if (*s++ != '.')
+			return 0;
+	}
+}
+
+static int check_preload_entry(const struct ctx *c, const char *path, const cJSON *v,
+			       char *const *before, size_t n_before)
+{
+	if (want_string(c, path, v) < 0)
+		return -1;
+	if (strlen(v->valuestring) > MAX_MODULE_NAME)
+		return bad_value(c, path, v, "is longer than %d characters", MAX_MODULE_NAME);
+	if (!is_module_name(v->valuestring))
+		return bad_value(c, path, v,
+				 "is not a Python module name (letters, digits and _, not "
+				 "starting with a digit, parts joined by dots: numpy, "
+				 "matplotlib.pyplot)");
+	return listed_before(c, path, v, before, n_before);
+}
+
+static int parse_fallback(const struct ctx *c, const cJSON *v, sr_policy *p)
+{
+	if (want_string(c, "policy.warm.fallback", v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "cold") != 0 && strcmp(v->valuestring, "error") != 0)
+		return bad_value(c, "policy.warm.fallback", v,
+				 "is not a fallback (known: cold, error)");
+	p->warm.fallback_cold = strcmp(v->valuestring, "cold") == 0;
+	return 0;
+}
+
+static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = { "enabled",  "preload", "pool_size",
+					    "fallback", "comment", NULL };
+	const cJSON *v;
+	uint64_t pool;
+
+	if (check_keys(c, "policy.warm", obj, keys) < 0)
+		return -1;
+	if ((v = get(obj, "enabled")) &&
+	    get_bool(c, "policy.warm.enabled", v, &p->warm.enabled) < 0)
+		return -1;
+	if ((v = get(obj, "preload")) &&
+	    parse_string_list(c, "policy.warm.preload", v, MAX_PRELOAD, "an array of module names",
+			      check_preload_entry, &p->warm.preload, &p->warm.n_preload) < 0)
+		return -1;
+	if ((v = get(obj, "pool_size"))) {
+		if (get_u64(c, "policy.warm.pool_size", v, MAX_POOL_SIZE, 0, &pool) < 0)
+			return -1;
+		p->warm.pool_size = (unsigned)pool;
+	}
+	if ((v = get(obj, "fallback")) && parse_fallback(c, v, p) < 0)
 		return -1;
 	return 0;
 }
@@ -1270,9 +1351,9 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
-	static const char *const keys[] = { "preset",  "limits",      "filesystem",
-					    "network", "environment", "seccomp",
-					    "checker", "comment",     NULL };
+	static const char *const keys[] = { "preset",      "limits",  "filesystem", "network",
+					    "environment", "seccomp", "checker",    "warm",
+					    "comment",     NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy", root, keys) < 0)
@@ -1290,6 +1371,8 @@ static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 	if ((v = get(root, "seccomp")) && parse_seccomp(c, v, p) < 0)
 		return -1;
 	if ((v = get(root, "checker")) && parse_checker(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "warm")) && parse_warm(c, v, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
 		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
@@ -1323,6 +1406,7 @@ void sr_policy_free(sr_policy *p)
 	seccomp_free(&p->seccomp);
 	strv_free(p->checker.allow, p->checker.n_allow);
 	strv_free(p->checker.rules_off, p->checker.n_rules_off);
+	strv_free(p->warm.preload, p->warm.n_preload);
 	free(p);
 }
 
@@ -1339,6 +1423,8 @@ static sr_policy *policy_new(const char *name)
 	p->checker.enabled = true;
 	p->checker.timeout_ms = 2000;
 	p->checker.memory_bytes = 256 * MIB;
+	p->warm.pool_size = 2;
+	p->warm.fallback_cold = true;
 	return p;
 }
 
@@ -1652,6 +1738,19 @@ static int add_checker(cJSON *root, const sr_policy *p)
 	return 0;
 }
 
+static int add_warm(cJSON *root, const sr_policy *p)
+{
+	const struct sr_warm_policy *w = &p->warm;
+	cJSON *o = cJSON_AddObjectToObject(root, "warm");
+
+	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled) ||
+	    add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
+	    !cJSON_AddNumberToObject(o, "pool_size", w->pool_size) ||
+	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error"))
+		return -1;
+	return 0;
+}
+
 char *sr_policy_to_json(const sr_policy *p)
 {
 	char *text = NULL;
@@ -1663,7 +1762,7 @@ char *sr_policy_to_json(const sr_policy *p)
 		goto out;
 	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
 	    add_network(root, p) < 0 || add_env(root, p) < 0 ||
-	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0)
+	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0 || add_warm(root, p) < 0)
 		goto out;
 	text = cJSON_Print(root);
 out:

@@ -97,6 +97,10 @@ static void test_default_policy_has_the_documented_values(void)
 	CHECK_INT(p->seccomp.default_action.kind, SR_SCMP_ERRNO);
 	CHECK_INT(p->seccomp.default_action.errno_ret, ENOSYS);
 	CHECK(p->seccomp.n_rules > 10);
+	CHECK(!p->warm.enabled);
+	CHECK_INT(p->warm.n_preload, 0);
+	CHECK_INT(p->warm.pool_size, 2);
+	CHECK(p->warm.fallback_cold);
 	sr_policy_free(p);
 }
 
@@ -311,11 +315,11 @@ static void test_document_errors(void)
 	expect_error("[1, 2]", "t.json: policy: expected an object, got an array");
 	expect_error("{\"foo\": 1}",
 		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, checker, comment)");
+		     "environment, seccomp, checker, warm, comment)");
 	expect_error(
 	    "{\"Limits\": {}}",
 	    "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
-	    "environment, seccomp, checker, comment)");
+	    "environment, seccomp, checker, warm, comment)");
 	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
 	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
 		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");
@@ -570,6 +574,125 @@ static void test_long_values_are_cut_not_overflowed(void)
 	CHECK(strncmp(err.msg, "t.json: policy.limits.memory: \"kkk", 34) == 0);
 }
 
+static void test_warm_section(void)
+{
+	sr_policy *p = load("{\"warm\": {\"comment\": \"x\", \"enabled\": true, \"preload\": "
+			    "[\"numpy\", \"pandas\", \"matplotlib.pyplot\", \"_x1.Y_2\"], "
+			    "\"pool_size\": 64, \"fallback\": \"error\"}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK(p->warm.enabled);
+	CHECK_INT(p->warm.n_preload, 4);
+	if (p->warm.n_preload == 4) {
+		CHECK_STR(p->warm.preload[0], "numpy");
+		CHECK_STR(p->warm.preload[2], "matplotlib.pyplot");
+		CHECK_STR(p->warm.preload[3], "_x1.Y_2");
+		CHECK(p->warm.preload[4] == NULL);
+	}
+	CHECK_INT(p->warm.pool_size, 64);
+	CHECK(!p->warm.fallback_cold);
+	CHECK(p->checker.enabled); /* other sections keep their defaults */
+	sr_policy_free(p);
+
+	/* keys left out keep their defaults; preload replaces the list */
+	p = load("{\"warm\": {\"enabled\": true, \"pool_size\": 0}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK(p->warm.enabled);
+	CHECK_INT(p->warm.n_preload, 0);
+	CHECK_INT(p->warm.pool_size, 0);
+	CHECK(p->warm.fallback_cold);
+	sr_policy_free(p);
+}
+
+static void test_warm_errors(void)
+{
+	expect_error("{\"warm\": {\"pool\": 2}}",
+		     "t.json: policy.warm.pool: unknown key (known: enabled, preload, pool_size, "
+		     "fallback, comment)");
+	expect_error("{\"warm\": true}", "t.json: policy.warm: expected an object, got true");
+	expect_error("{\"warm\": {\"comment\": 1}}",
+		     "t.json: policy.warm.comment: expected a string, got 1");
+	expect_error("{\"warm\": {\"enabled\": \"yes\"}}",
+		     "t.json: policy.warm.enabled: expected true or false, got \"yes\"");
+	expect_error("{\"warm\": {\"enabled\": 1}}",
+		     "t.json: policy.warm.enabled: expected true or false, got 1");
+	expect_error("{\"warm\": {\"pool_size\": 65}}",
+		     "t.json: policy.warm.pool_size: 65 is not a whole number from 0 to 64");
+	expect_error("{\"warm\": {\"pool_size\": -1}}",
+		     "t.json: policy.warm.pool_size: -1 is not a whole number from 0 to 64");
+	expect_error("{\"warm\": {\"pool_size\": 2.5}}",
+		     "t.json: policy.warm.pool_size: 2.5 is not a whole number from 0 to 64");
+	expect_error("{\"warm\": {\"pool_size\": \"2\"}}",
+		     "t.json: policy.warm.pool_size: expected a whole number, got \"2\"");
+	expect_error(
+	    "{\"warm\": {\"fallback\": \"hot\"}}",
+	    "t.json: policy.warm.fallback: \"hot\" is not a fallback (known: cold, error)");
+	expect_error("{\"warm\": {\"fallback\": false}}",
+		     "t.json: policy.warm.fallback: expected a string, got false");
+	expect_error("{\"warm\": {\"preload\": \"numpy\"}}",
+		     "t.json: policy.warm.preload: expected an array of module names, got "
+		     "\"numpy\"");
+	expect_error("{\"warm\": {\"preload\": [\"numpy\", 1]}}",
+		     "t.json: policy.warm.preload[1]: expected a string, got 1");
+	expect_error("{\"warm\": {\"preload\": [\"numpy\", \"numpy\"]}}",
+		     "t.json: policy.warm.preload[1]: \"numpy\" is listed twice");
+}
+
+static void test_warm_preload_names(void)
+{
+	static const char *const bad[] = { "1abc", "a..b", "a.",  ".a", "os/path",
+					   "",     "a-b",  "a b", "é",  "a.1b" };
+	char doc[512], want[512];
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(doc, sizeof doc, "{\"warm\": {\"preload\": [\"numpy\", \"%s\"]}}", bad[i]);
+		snprintf(want, sizeof want,
+			 "t.json: policy.warm.preload[1]: \"%s\" is not a Python module name "
+			 "(letters, digits and _, not starting with a digit, parts joined by "
+			 "dots: numpy, matplotlib.pyplot)",
+			 bad[i]);
+		expect_error(doc, want);
+	}
+	char name[102];
+	memset(name, 'a', 101);
+	name[101] = '\0';
+	snprintf(doc, sizeof doc, "{\"warm\": {\"preload\": [\"%s\"]}}", name);
+	/* the value is shown cut, as every long value is */
+	snprintf(want, sizeof want,
+		 "t.json: policy.warm.preload[0]: \"%.67s... is longer than 100 characters", name);
+	expect_error(doc, want);
+	name[100] = '\0'; /* exactly 100: fine */
+	snprintf(doc, sizeof doc, "{\"warm\": {\"preload\": [\"%s\"]}}", name);
+	sr_policy *p = load(doc);
+	CHECK(p != NULL);
+	sr_policy_free(p);
+}
+
+static void test_warm_preload_at_most_64(void)
+{
+	char doc[2048];
+	size_t len = (size_t)snprintf(doc, sizeof doc, "{\"warm\": {\"preload\": [");
+
+	for (int i = 0; i < 65; i++)
+		len += (size_t)snprintf(doc + len, sizeof doc - len, "%s\"m%d\"", i ? ", " : "", i);
+	snprintf(doc + len, sizeof doc - len, "]}}");
+	expect_error(doc, "t.json: policy.warm.preload: 65 entries, at most 64");
+	/* 64 load */
+	char *cut = strstr(doc, ", \"m64\"");
+	CHECK(cut != NULL);
+	if (!cut)
+		return;
+	strcpy(cut, "]}}");
+	sr_policy *p = load(doc);
+	CHECK(p != NULL);
+	if (p)
+		CHECK_INT(p->warm.n_preload, 64);
+	sr_policy_free(p);
+}
+
 static void test_sizes(void)
 {
 	static const struct {
@@ -697,6 +820,12 @@ static void roundtrip(const sr_policy *p)
 	CHECK_STR(a, b);
 	CHECK(memcmp(&p->limits, &q->limits, sizeof p->limits) == 0);
 	CHECK_INT(q->seccomp.n_rules, p->seccomp.n_rules);
+	CHECK_INT(q->warm.enabled, p->warm.enabled);
+	CHECK_INT(q->warm.n_preload, p->warm.n_preload);
+	for (size_t i = 0; i < p->warm.n_preload && i < q->warm.n_preload; i++)
+		CHECK_STR(q->warm.preload[i], p->warm.preload[i]);
+	CHECK_INT(q->warm.pool_size, p->warm.pool_size);
+	CHECK_INT(q->warm.fallback_cold, p->warm.fallback_cold);
 	free(a);
 	free(b);
 	sr_policy_free(q);
@@ -727,6 +856,13 @@ static void test_to_json_round_trip(void)
 		return;
 	CHECK_INT(p->limits.wall_ms, 1234);
 	CHECK_INT(p->limits.cpu_millis, 330);
+	roundtrip(p);
+	sr_policy_free(p);
+	p = load("{\"warm\": {\"enabled\": true, \"preload\": [\"numpy\", \"scipy.stats\"], "
+		 "\"pool_size\": 0, \"fallback\": \"error\"}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
 	roundtrip(p);
 	sr_policy_free(p);
 }
@@ -866,6 +1002,10 @@ int main(void)
 	test_seccomp_errors();
 	test_seccomp_conflicts();
 	test_seccomp_size_caps();
+	test_warm_section();
+	test_warm_errors();
+	test_warm_preload_names();
+	test_warm_preload_at_most_64();
 	test_long_values_are_cut_not_overflowed();
 	test_sizes();
 	test_durations();
