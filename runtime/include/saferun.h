@@ -111,7 +111,19 @@ typedef struct sr_policy {
 		uint64_t timeout_ms; /* for the confined checker process */
 		uint64_t memory_bytes;
 	} checker;
+	/* The warm path (docs/warm.md): a zygote interpreter imports `preload`
+	 * once; each run is a fork of it, locked down like a cold run before
+	 * the code arrives. Used by saferund and sr_warm_*; `saferun run` is
+	 * cold unless asked (--warm). */
+	struct sr_warm_policy {
+		bool enabled;
+		char **preload; /* module names, e.g. "numpy", "pandas" */
+		size_t n_preload;
+		unsigned pool_size; /* sandboxes kept ready; 0: forked as each run arrives */
+		bool fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
+	} warm;
 } sr_policy;
+typedef struct sr_warm_policy sr_warm_policy;
 typedef struct sr_checker_policy sr_checker_policy;
 
 /* The built-in default policy (policies/default.json, compiled in). */
