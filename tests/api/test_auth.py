@@ -97,3 +97,54 @@ def test_not_root_is_refused():
                         "--socket", "/tmp/nope.sock"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2
     assert "must run as root" in json.loads(p.stderr.splitlines()[-1])["msg"]
+
+
+def test_native_routes_over_tcp_with_the_token(make_daemon):
+    """The /v1 session, file and info routes work over loopback TCP with the
+    token exactly as over the unix socket, and refuse a request without it."""
+    d = make_daemon(tcp=True, token=TOKEN)
+    h = {"Authorization": "Bearer " + TOKEN}
+
+    def call(method, path, expect, **kw):
+        r = requests.request(method, d.tcp_url(path), headers=h, timeout=60, **kw)
+        assert r.status_code == expect, (method, path, r.status_code, r.text)
+        return r
+
+    created = call("POST", "/v1/sessions", 201, json={"stateful": True}).json()
+    sid = created["session_id"]
+    assert created["run_url"] == f"/v1/sessions/{sid}/run"
+    for method, path in (("GET", "/v1/sessions"), ("GET", f"/v1/sessions/{sid}"),
+                         ("PUT", f"/v1/sessions/{sid}/files/src/a.txt"),
+                         ("GET", f"/v1/sessions/{sid}/files/src/a.txt"),
+                         ("POST", f"/v1/sessions/{sid}/run"), ("DELETE", f"/v1/sessions/{sid}")):
+        r = requests.request(method, d.tcp_url(path), data=b"{}", timeout=30)
+        assert r.status_code == 401, (method, path)
+    assert call("PUT", f"/v1/sessions/{sid}/files/src/a.txt", 201, data=b"41") \
+        .json() == {"path": "src/a.txt", "size": 2}
+    out = call("POST", f"/v1/sessions/{sid}/run", 200,
+               json={"code": "x = int(open('src/a.txt').read())", "allow": ["open"]}).json()
+    assert out["status"] == "ok" and out["session_id"] == sid, out
+    out = call("POST", f"/v1/sessions/{sid}/run", 200,
+               json={"code": "open('artifacts/b.txt', 'w').write(str(x + 1))", "allow": ["open"]})
+    assert [a["name"] for a in out.json()["artifacts"]] == ["b.txt"]
+    assert call("GET", f"/v1/sessions/{sid}/files/artifacts/b.txt", 200).content == b"42"
+    files = call("GET", f"/v1/sessions/{sid}/files", 200).json()
+    assert {f["path"] for f in files["files"]} >= {"src/a.txt", "artifacts/b.txt"}
+    assert call("DELETE", f"/v1/sessions/{sid}/files/src/a.txt", 200).json() == \
+        {"path": "src/a.txt", "deleted": True}
+    call("GET", f"/v1/sessions/{sid}/files/src/a.txt", 404)
+    listed = call("GET", "/v1/sessions", 200).json()
+    assert listed["count"] == 1 and listed["sessions"][0]["runs"] == 2
+    assert call("GET", f"/v1/sessions/{sid}", 200).json()["runs"] == 2
+    assert call("DELETE", f"/v1/sessions/{sid}", 200).json() == {"session_id": sid, "closed": True}
+    call("GET", f"/v1/sessions/{sid}", 404)
+    assert call("GET", "/v1/sessions", 200).json() == {"count": 0, "sessions": []}
+    assert d.mounted_workspaces() == []
+    # the info routes, with curl as well
+    assert call("GET", "/v1/packages", 200).json()["count"] > 0
+    assert call("GET", "/v1/openapi.json", 200).json()["openapi"].startswith("3.")
+    assert "saferund_sessions 0" in call("GET", "/metrics", 200).text
+    code, body = d.curl("-H", "Authorization: Bearer " + TOKEN, d.tcp_url("/v1/sessions"),
+                        "-d", "{}", tcp=True)
+    assert code == 201 and json.loads(body)["stateful"] is False
+    assert all(l["peer"]["addr"].startswith("127.0.0.1:") for l in d.lines("request"))

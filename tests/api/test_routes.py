@@ -1,7 +1,46 @@
 """Every route answers with the documented shape, over the unix socket."""
 import json
+import os
+import re
+import shlex
+import urllib.parse
 
 from conftest import wait_for
+
+SOURCE_DIR = (os.environ.get("SAFERUN_SOURCE_DIR")
+              or os.path.join(os.path.dirname(__file__), "..", ".."))
+OPENAPI_SOURCE = "runtime/daemon/openapi.json"
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def source(rel):
+    with open(os.path.join(SOURCE_DIR, rel), "rb") as f:
+        return f.read()
+
+
+def route_table():
+    """The daemon's routes as [(METHOD, pattern)], parsed from the table the
+    router walks (runtime/daemon/routes.c), in its order."""
+    text = source("runtime/daemon/routes.c").decode()
+    body = re.search(r"\bsrd_route_def routes\[\] = \{(.*?)\n\};", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    rows = re.findall(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+\s*\}', body)
+    assert rows and len(rows) == len(re.findall(r'\{\s*"', body)), "a row the parser missed"
+    return rows
+
+
+def openapi_path(pattern):
+    """A route pattern as OpenAPI names it: "{path*}" (the rest of the path) is "{path}"."""
+    return re.sub(r"\{(\w+)\*\}", r"{\1}", pattern)
+
+
+def route_match(pattern, path):
+    """srd_route_match: "{x}" is one non-empty segment, a trailing "{x*}" the
+    rest (at least one byte), one trailing slash allowed."""
+    rx = "".join("[^/]+" if part.startswith("{") and not part.endswith("*}")
+                 else ".+" if part.startswith("{") else re.escape(part)
+                 for part in re.split(r"(\{\w+\*?\})", pattern))
+    return re.fullmatch(rx + "/?", path) is not None
 
 
 def test_health_answers_on_every_path(daemon):
@@ -95,17 +134,97 @@ def test_metrics_count_runs_by_status(daemon):
 
 
 def test_openapi_documents_every_route(daemon):
+    """openapi.json names exactly the routes the daemon serves: those of its
+    route table (routes.c), which GET / lists from the running binary, and
+    each one answers (no "no route" 404, no 405)."""
     r = daemon.get("/v1/openapi.json")
     assert r.status_code == 200
+    assert r.content == source(OPENAPI_SOURCE)  # the file, embedded as it is
     doc = r.json()
     assert doc["openapi"].startswith("3.")
-    for path in ("/v1/run", "/v1/health", "/health", "/metrics", "/v1/openapi.json"):
-        assert path in doc["paths"], path
+    table = route_table()
+    assert [tuple(e.split(" ", 1)) for e in daemon.get("/").json()["endpoints"]] == table
+    served = {(method, openapi_path(pattern)) for method, pattern in table}
+    documented = {(m.upper(), path) for path, item in doc["paths"].items()
+                  for m in item if m in HTTP_METHODS}
+    assert sorted(served - documented) == [], "served but not in openapi.json"
+    assert sorted(documented - served) == [], "in openapi.json but not served"
+    for path, item in doc["paths"].items():  # every {param} of a path is declared
+        names = {p["name"] for op in [item, *item.values()] if isinstance(op, dict)
+                 for p in op.get("parameters", []) if p.get("in") == "path"}
+        assert names == set(re.findall(r"\{(\w+)\}", path)), path
+    # probe each documented route: the router must take it (a handler's own
+    # 404, e.g. an unknown session, says "not found", never "no route")
+    r, data = daemon.raw("GET", "/v1/nothing")
+    assert r.status == 404 and b"no route" in data
+    for method, path in sorted(documented):
+        url = path.replace("{id}", "0123456789abcdef")
+        url = re.sub(r"\{\w+\}", "x.txt", url)
+        body = b"{}" if method in ("POST", "PUT") else b""
+        r, data = daemon.raw(method, url, body, {"Content-Type": "application/json"})
+        assert r.status != 405 and b"no route" not in data, (method, path, r.status, data)
     run = doc["paths"]["/v1/run"]["post"]
     props = run["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     schema = doc["components"]["schemas"][props.rsplit("/", 1)[1]]
     assert set(schema["properties"]) == {"code", "policy", "timeout", "memory", "cpus", "env",
                                          "files", "stdin", "allow"}
+
+
+def curl_examples(markdown):
+    """(METHOD, path) of every curl command in the sh blocks of a page."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", markdown, re.S):
+        pending = ""
+        for line in block.replace("\\\n", " ").splitlines():
+            pending += line + "\n"
+            try:
+                words = shlex.split(pending)
+            except ValueError:  # a quote spans lines: read on
+                continue
+            pending = ""
+            if not words or words[0] != "curl":
+                continue
+            urls = [w for w in words if re.match(r"https?://(localhost|127\.0\.0\.1)\b", w)]
+            assert len(urls) == 1, words
+            if "-X" in words:
+                method = words[words.index("-X") + 1]
+            elif {"-d", "--data", "--data-binary", "--data-raw", "-F", "--json"} & set(words):
+                method = "POST"
+            else:
+                method = "GET"
+            path = re.sub(r"\$\{?\w+\}?", "x", urllib.parse.urlsplit(urls[0]).path or "/")
+            out.append((method, path))
+        assert pending == "", pending
+    return out
+
+
+def test_docs_have_a_curl_example_for_every_route():
+    """docs/api.md shows each route of the table with curl, and every curl
+    there names a route that exists."""
+    examples = curl_examples(source("docs/api.md").decode())
+    table = route_table()
+    missing = [f"{m} {p}" for m, p in table
+               if not any(em == m and route_match(p, ep) for em, ep in examples)]
+    assert missing == [], "routes without a curl example in docs/api.md"
+    unknown = [f"{em} {ep}" for em, ep in examples
+               if not any(em == m and route_match(p, ep) for m, p in table)]
+    assert unknown == [], "curl examples of routes the daemon does not serve"
+
+
+def test_docs_point_to_the_openapi_document():
+    """docs/api.md names the route that serves the OpenAPI document and links
+    to its source, the file the build embeds (no copy in docs/ to go stale)."""
+    text = source("docs/api.md").decode()
+    assert "GET /v1/openapi.json" in text
+    links = re.findall(r"\]\(([^)\s]*openapi\.json)\)", text)
+    assert links, "no link to openapi.json"
+    docs_dir = os.path.join(SOURCE_DIR, "docs")
+    for link in links:
+        target = os.path.normpath(os.path.join(docs_dir, link))
+        assert target == os.path.normpath(os.path.join(SOURCE_DIR, OPENAPI_SOURCE)), link
+        assert os.path.isfile(target), link
+    cmake = source("CMakeLists.txt").decode()
+    assert "srd_embedded_openapi=${CMAKE_SOURCE_DIR}/" + OPENAPI_SOURCE in cmake
 
 
 def test_unknown_route_is_404_and_wrong_method_405(daemon):
