@@ -18,6 +18,14 @@
 # __main__ namespace; the reply is "D" <i32 status> (0 ok, 1 exception,
 # N: SystemExit(N)) after stdout and stderr are flushed. "R" says ready.
 #
+# Mode "zygote" (the warm path, warm.c): no code yet. The supervisor sends
+# the zygote module and the preload list over fd 3; the modules are
+# imported once, then the module's serve() forks a locked-down sandbox per
+# request and returns only there, in a fresh interpreter (a copy of this
+# one) whose fd 3 is that run's control socket: the run's code, files,
+# environment and guard arrive, are written to the working dir, and the run
+# goes on exactly like a one-shot run. Protocol: runtime/lib/zygote_proto.h.
+#
 # Artifacts: the code's files in artifacts/ (made before it runs) come
 # back with the result. Matplotlib draws to files (MPLBACKEND=Agg),
 # plt.show() saves the open figures as artifacts/figure-N.png and closes
@@ -27,7 +35,8 @@ def _saferun_main():
     import sys, __main__
     me = sys._getframe().f_code
     guard = sys.argv[1] if len(sys.argv) > 1 else ""
-    kernel = len(sys.argv) > 2 and sys.argv[2] == "kernel"
+    mode = sys.argv[2] if len(sys.argv) > 2 else ""
+    kernel = mode == "kernel"
     path = "main.py"
     sys.argv[:] = [path]
     sys.path[0] = sys.path[0] or __import__("os").getcwd()
@@ -35,6 +44,9 @@ def _saferun_main():
     del ns["_saferun_main"]
     install_guard = ns.pop("_install_guard")
     serve = ns.pop("_saferun_kernel")
+    zygote = ns.pop("_saferun_zygote")
+    if mode == "zygote":
+        guard = zygote()  # returns in a new sandbox, its files written
     save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
@@ -88,6 +100,17 @@ def _saferun_artifacts():
                 print(f"saferun: figure {num} could not be saved: {e}", file=sys.stderr)
             plt.close(fig)
 
+    def patch(pyplot):
+        pyplot.show = lambda *args, **kwargs: save_figures()
+        figure = sys.modules["matplotlib.figure"].Figure
+        savefig = figure.savefig
+
+        def saved(fig, *args, **kwargs):
+            fig._saferun_saved = True
+            return savefig(fig, *args, **kwargs)
+
+        figure.savefig = saved
+
     class ShowSaves:
         # Finds matplotlib.pyplot once, the normal way, and makes its show()
         # save instead of opening a window (or warning that it cannot).
@@ -103,20 +126,15 @@ def _saferun_artifacts():
 
             def exec_module(module):
                 load(module)
-                module.show = lambda *args, **kwargs: save_figures()
-                figure = sys.modules["matplotlib.figure"].Figure
-                savefig = figure.savefig
-
-                def saved(fig, *args, **kwargs):
-                    fig._saferun_saved = True
-                    return savefig(fig, *args, **kwargs)
-
-                figure.savefig = saved
+                patch(module)
 
             spec.loader.exec_module = exec_module
             return spec
 
-    sys.meta_path.insert(0, ShowSaves())
+    if "matplotlib.pyplot" in sys.modules:
+        patch(sys.modules["matplotlib.pyplot"])  # preloaded (the warm path)
+    else:
+        sys.meta_path.insert(0, ShowSaves())
     return save_figures
 
 
@@ -185,6 +203,80 @@ def _saferun_kernel(ns, update, me, save_figures):
             except Exception:
                 pass
         ctl.send(b"D" + struct.pack("<i", status))
+
+
+def _saferun_zygote():
+    import gc, os, socket, struct, sys
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
+    msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 1)
+    if msg[:1] != b"Z" or len(fds) != 1:
+        os._exit(2)
+    spec_len = struct.unpack_from("<I", msg, 1)[0]
+    spec = msg[5:5 + spec_len]
+    preload = [m for m in msg[5 + spec_len:].decode().split("\x1f") if m]
+    try:
+        import importlib.machinery, importlib.util
+        loader = importlib.machinery.ExtensionFileLoader(
+            "_saferun_zygote", f"/proc/self/fd/{fds[0]}")
+        module = importlib.util.module_from_spec(
+            importlib.util.spec_from_loader("_saferun_zygote", loader))
+        loader.exec_module(module)
+        for name in preload:
+            __import__(name)
+    except BaseException as e:
+        ctl.send(b"E" + f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:4000])
+        os._exit(1)
+    os.close(fds[0])
+    sys.modules.pop("_saferun_zygote", None)
+    # What the imports made lives in every sandbox's copy: out of the
+    # collector's reach, so collections there do not write to those pages.
+    gc.collect()
+    gc.freeze()
+    ctl.send(b"R")
+    ctl.detach()
+    if module.serve(3, spec) is None:
+        os._exit(0)  # the supervisor closed the zygote's socket
+    # A new sandbox: this process is its python, locked down; fd 3 is the
+    # run's control socket.
+    del module
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
+    ctl.send(b"R")
+    msg, fds, _, _ = socket.recv_fds(ctl, 64, 2)
+    if msg[:1] != b"W" or len(fds) != 2:
+        os._exit(2)
+    code_len, env_len, guard_len, n_files, files_len = struct.unpack_from("<IIIII", msg, 1)
+    with os.fdopen(fds[0], "rb") as f:
+        data = f.read()
+    os.dup2(fds[1], 0)
+    os.close(fds[1])
+    ctl.close()
+    at = code_len + env_len
+    os.environ.clear()
+    for kv in data[code_len:at].split(b"\0"):
+        if b"=" in kv:
+            k, v = kv.split(b"=", 1)
+            os.environb[k] = v
+    guard = data[at:at + guard_len].decode("utf-8", "replace")
+    at += guard_len
+    files = [("main.py", data[:code_len])]
+    for _ in range(n_files):
+        name_len, size = struct.unpack_from("<II", data, at)
+        at += 8
+        name = data[at:at + name_len].decode("utf-8", "surrogateescape")
+        files.append((name, data[at + name_len:at + name_len + size]))
+        at += name_len + size
+    for name, content in files:
+        if "/" in name:
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "xb") as f:
+            f.write(content)
+    import importlib
+    importlib.invalidate_caches()
+    # Fresh randomness: the zygote's generators were seeded once for all.
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed()
+    return guard
 
 
 def _install_guard(spec):

@@ -56,6 +56,10 @@ static const char usage[] =
     "  --allow NAME      let the checker accept NAME: a rule id (SR201), a rule\n"
     "                    name (eval) or a flagged name (open, os.system) (repeatable)\n"
     "  --no-check        skip the pre-execution checker\n"
+    "  --warm            run on the warm path: a zygote with the policy's\n"
+    "                    warm.preload imported forks the sandbox (docs/warm.md);\n"
+    "                    for one run this is slower than cold, it is how the\n"
+    "                    tests prove the warm path's isolation\n"
     "  --json            print the full result as JSON\n"
     "\n"
     "check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
@@ -118,8 +122,24 @@ struct run_opts {
 	const char *stdin_path, *rootfs_dir, *code_arg;
 	char **env, **files, **allow;
 	int n_env, n_files, n_allow;
-	bool json, no_check;
+	bool json, no_check, warm;
 };
+
+/* One run through a zygote of its own, forked on demand, never cold. */
+static int run_warm(sr_policy *p, const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	sr_warm *w;
+	p->warm.enabled = true;
+	p->warm.pool_size = 0;
+	p->warm.fallback_cold = false;
+	if (sr_warm_start(p, req->rootfs_dir, &w, err))
+		return -1;
+	int rc = sr_warm_wait_ready(w, 300000, err);
+	if (rc == 0)
+		rc = sr_warm_run(w, req, res, err);
+	sr_warm_stop(w);
+	return rc;
+}
 
 static int apply_overrides(const struct run_opts *o, sr_policy *p)
 {
@@ -238,8 +258,9 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 				       .allow = (const char *const *)o->allow,
 				       .n_allow = (size_t)o->n_allow,
 				       .no_check = o->no_check };
-		rc = sr_run(&req, &res, &err) ? usage_error("%s", err.msg)
-					      : print_result(&res, o->json);
+		rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
+			 ? usage_error("%s", err.msg)
+			 : print_result(&res, o->json);
 	}
 	sr_result_free(&res);
 	for (int i = 0; i < o->n_files; i++) {
@@ -268,24 +289,18 @@ static int cmd_run(int argc, char **argv)
 		O_JSON,
 		O_ROOTFS,
 		O_ALLOW,
-		O_NO_CHECK
+		O_NO_CHECK,
+		O_WARM
 	};
 	static const struct option longopts[] = {
-		{ "policy", 1, 0, O_POLICY },
-		{ "preset", 1, 0, O_PRESET },
-		{ "profile", 1, 0, O_PROFILE },
-		{ "timeout", 1, 0, O_TIMEOUT },
-		{ "memory", 1, 0, O_MEMORY },
-		{ "cpus", 1, 0, O_CPUS },
-		{ "pids", 1, 0, O_PIDS },
-		{ "env", 1, 0, O_ENV },
-		{ "file", 1, 0, O_FILE },
-		{ "stdin", 1, 0, O_STDIN },
-		{ "json", 0, 0, O_JSON },
-		{ "rootfs-dir", 1, 0, O_ROOTFS },
-		{ "allow", 1, 0, O_ALLOW },
-		{ "no-check", 0, 0, O_NO_CHECK },
-		{ 0, 0, 0, 0 },
+		{ "policy", 1, 0, O_POLICY },   { "preset", 1, 0, O_PRESET },
+		{ "profile", 1, 0, O_PROFILE }, { "timeout", 1, 0, O_TIMEOUT },
+		{ "memory", 1, 0, O_MEMORY },   { "cpus", 1, 0, O_CPUS },
+		{ "pids", 1, 0, O_PIDS },       { "env", 1, 0, O_ENV },
+		{ "file", 1, 0, O_FILE },       { "stdin", 1, 0, O_STDIN },
+		{ "json", 0, 0, O_JSON },       { "rootfs-dir", 1, 0, O_ROOTFS },
+		{ "allow", 1, 0, O_ALLOW },     { "no-check", 0, 0, O_NO_CHECK },
+		{ "warm", 0, 0, O_WARM },       { 0, 0, 0, 0 },
 	};
 	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
 			      .files = calloc((size_t)argc, sizeof(char *)),
@@ -309,6 +324,7 @@ static int cmd_run(int argc, char **argv)
 		case O_ROOTFS: o.rootfs_dir = optarg; break;
 		case O_ALLOW: o.allow[o.n_allow++] = optarg; break;
 		case O_NO_CHECK: o.no_check = true; break;
+		case O_WARM: o.warm = true; break;
 		case 'c': o.code_arg = optarg; break;
 		default:
 			rc = usage_error(

@@ -120,7 +120,8 @@ typedef struct sr_policy {
 		char **preload; /* module names, e.g. "numpy", "pandas" */
 		size_t n_preload;
 		unsigned pool_size; /* sandboxes kept ready; 0: forked as each run arrives */
-		bool fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
+		bool
+		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
 	} warm;
 } sr_policy;
 typedef struct sr_warm_policy sr_warm_policy;
@@ -216,6 +217,7 @@ typedef struct sr_result {
 	bool hit_memory, hit_pids, hit_tmpfs;
 	sr_limits limits;               /* the limits applied */
 	char cgroup_mode[8];            /* "v2", "v1", "hybrid" */
+	bool warm;                      /* ran on the warm path (sr_warm_run) */
 	char message[SR_ERROR_MSG_MAX]; /* one line explaining a non-ok status */
 	struct sr_finding *findings;    /* SR_STATUS_REJECTED: why */
 	size_t n_findings;
@@ -232,6 +234,39 @@ typedef struct sr_result {
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
 void sr_result_free(sr_result *res);
 const char *sr_status_name(sr_status s);
+
+/* ---- the warm path (docs/warm.md) -------------------------------------- */
+
+/* A zygote interpreter with the policy's warm.preload imported, and
+ * warm.pool_size sandboxes forked from it and locked down, each waiting
+ * for one run. Every run still gets its own namespaces, cgroup, writable
+ * dirs, dropped privileges and seccomp filter, and a fresh copy of the
+ * interpreter that never ran anyone's code. */
+typedef struct sr_warm sr_warm;
+typedef struct sr_warm_stats {
+	bool zygote_up;
+	unsigned ready;     /* sandboxes waiting for a run */
+	unsigned pool_size; /* the target */
+	uint64_t zygote_starts, spawned, spawn_failures, warm_runs, cold_runs;
+	char last_error[SR_ERROR_MSG_MAX]; /* why the zygote or a spawn last failed */
+} sr_warm_stats;
+/* Start the warm path for p (copied): the zygote starts, and the pool
+ * fills, in a thread of the pool's own, which must be the zygote's parent
+ * (it dies with it). Returns at once. */
+int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err);
+/* Wait until the zygote is up and the pool is full (tests, benchmarks).
+ * -1 with err when it failed to start or timeout_ms passed. */
+int sr_warm_wait_ready(sr_warm *w, uint64_t timeout_ms, sr_error *err);
+/* Like sr_run. On the warm path when the request fits the pool's policy
+ * (same profile, filesystem, seccomp and network; limits, environment,
+ * files, stdin and the checker's allow list may differ), else, or when the
+ * warm path is broken, cold if the policy's warm.fallback is "cold" and
+ * refused (EAGAIN) if it is "error". res->warm says which path ran. */
+int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err);
+void sr_warm_get_stats(sr_warm *w, sr_warm_stats *st);
+/* Wait for the runs in flight, end the ready sandboxes and the zygote,
+ * remove their groups, free w. */
+void sr_warm_stop(sr_warm *w);
 /* JSON text of a result (caller frees). */
 char *sr_result_to_json(const sr_result *res);
 

@@ -466,6 +466,11 @@ sr_cgroup_mode sr_cgroup_get_mode(const sr_cgroup *cg)
 	return cg->mode;
 }
 
+int sr_cgroup_set_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
+{
+	return ops(cg)->apply_limits(cg, lim, err);
+}
+
 int sr_cgroup_fd(const sr_cgroup *cg)
 {
 	return cg->fd;
@@ -487,16 +492,17 @@ int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err)
 	return 0;
 }
 
-int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], sr_error *err)
+int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], bool v2_too, sr_error *err)
 {
 	int n = 0;
-	if (cg->mode == SR_CGROUP_V2)
+	if (cg->mode == SR_CGROUP_V2 && !v2_too)
 		return 0;
 	for (int r = 0; r < R_COUNT && n < SR_CGROUP_MAX_FDS; r++) {
 		if (!first_of_dir(cg, r))
 			continue;
 		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/tasks", cg->dir[r]);
+		snprintf(path, sizeof path, "%s/%s", cg->dir[r],
+			 cg->mode == SR_CGROUP_V2 ? "cgroup.procs" : "tasks");
 		fds[n] = open(path, O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			sr_fail(err, errno, "open %s", path);
@@ -507,14 +513,6 @@ int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], sr_error 
 		n++;
 	}
 	return n;
-}
-
-int sr_cgroup_join_self(const int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (write(fds[i], "0", 1) != 1)
-			return -errno;
-	return 0;
 }
 
 int sr_cgroup_count_procs(sr_cgroup *cg)

@@ -46,15 +46,17 @@ int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err);
 
 #define SR_CGROUP_MAX_FDS 8
 /* v1: open the group's "tasks" files, for the child to join itself with
- * sr_cgroup_join_self. Returns the number of fds (0 on v2). */
-int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], sr_error *err);
-/* In the child, single-threaded: move the calling thread into each group.
- * Writing "0" to "tasks" migrates one thread, which the kernel does
- * without the global threadgroup lock; moving a process by pid from the
- * parent takes it and waits an RCU grace period (~10 ms on every run).
- * The fds were opened by the supervisor, whose credentials the kernel
- * checks. Async-signal-safe. 0 or -errno. */
-int sr_cgroup_join_self(const int *fds, int n);
+ * sr_cgroup_join_self (contain.h). Writing "0" to "tasks" migrates one
+ * thread, which the kernel does without the global threadgroup lock;
+ * moving a process by pid from the parent takes it and waits an RCU grace
+ * period (~10 ms on every run). The kernel checks the credentials of the
+ * opener (the supervisor), not the writer's. Returns the number of fds:
+ * 0 on v2 (CLONE_INTO_CGROUP), unless v2_too: then "cgroup.procs" (the
+ * warm path, whose sandboxes are forked by the zygote). */
+int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], bool v2_too, sr_error *err);
+/* Rewrite the limits of an existing group (a warm sandbox made with the
+ * policy's limits, handed a run that lowers them). */
+int sr_cgroup_set_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err);
 /* SIGKILL every process in the group (cgroup.kill on v2, freeze + kill
  * on v1) and wait until it is empty. */
 int sr_cgroup_kill(sr_cgroup *cg, sr_error *err);

@@ -15,45 +15,7 @@
 
 #include "error.h"
 
-/* Paths seen by the child between the two pivots: the stage tmpfs is /,
- * the host root is /oldroot, the sandbox root is being built at /newroot,
- * and the writable tmpfs is /rw. */
-#define STAGE   "/tmp"
-#define OLDROOT "/oldroot"
-#define NEWROOT "/newroot"
-#define RW      "/rw"
-
-enum op_kind {
-	OP_TMPFS,    /* dst, size, mode */
-	OP_BIND,     /* src (host path) -> dst; ro unless OPF_RW */
-	OP_BIND_NEW, /* src (path in the stage) -> dst */
-	OP_MKDIR,    /* dst, mode, chown to the sandbox user with OPF_OWN */
-	OP_TOUCH,    /* dst: empty file as a bind target */
-	OP_SYMLINK,  /* src = target, dst */
-	OP_WRITE,    /* dst, data, len, mode; OPF_OWN */
-	OP_PROC,     /* dst */
-	OP_MASK,     /* dst: /dev/null over a file, empty ro tmpfs over a dir */
-	OP_READONLY, /* dst: make an existing mount read-only (not its submounts) */
-};
-
-enum op_flags {
-	OPF_RW = 1,       /* bind stays writable */
-	OPF_DEV = 2,      /* keep device nodes usable (no MS_NODEV) */
-	OPF_OWN = 4,      /* owned by the sandbox user */
-	OPF_OPTIONAL = 8, /* skip silently when the target does not exist */
-};
-
-struct sr_mount_op {
-	enum op_kind kind;
-	unsigned flags;
-	char *src, *dst;
-	const void *data;
-	size_t len;
-	uint64_t size;
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-};
+#include "mounts_ops.h"
 
 /* ---- planning (supervisor side) ---------------------------------------- */
 
@@ -116,6 +78,18 @@ int sr_mounts_check_name(const char *name, sr_error *err)
 		if (plen > NAME_MAX)
 			return sr_refuse(err, EINVAL, "file name \"%s\" has a part over %d bytes",
 					 name, NAME_MAX);
+	}
+	return 0;
+}
+
+int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (sr_mounts_check_name(files[i].name, err))
+			return -1;
+		if (strcmp(files[i].name, "main.py") == 0)
+			return sr_refuse(err, EEXIST,
+					 "file name \"main.py\" is taken by the code itself");
 	}
 	return 0;
 }
@@ -332,20 +306,14 @@ static int plan_dev(sr_mount_plan *p)
  * leak kernel state or accept writes masked (as runc and crun do). */
 static int plan_proc(sr_mount_plan *p)
 {
-	static const char *const masked[] = {
-		"kcore",         "keys",        "timer_list",    "sched_debug",
-		"sysrq-trigger", "kallsyms",    "latency_stats", "acpi",
-		"scsi",          "asound",      "firmware",      "kpagecount",
-		"kpageflags",    "kpagecgroup", "vmallocinfo",   "config.gz",
-	};
-	static const char *const readonly[] = { "sys", "irq", "bus", "fs" };
 	if (!add(p, OP_PROC, 0, NULL, NEWROOT "/proc"))
 		return -1;
-	for (size_t i = 0; i < sizeof masked / sizeof *masked; i++)
-		if (!add(p, OP_MASK, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s", masked[i]))
+	for (size_t i = 0; i < sr_n_proc_masked; i++)
+		if (!add(p, OP_MASK, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s", sr_proc_masked[i]))
 			return -1;
-	for (size_t i = 0; i < sizeof readonly / sizeof *readonly; i++)
-		if (!add(p, OP_BIND_NEW, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s", readonly[i]))
+	for (size_t i = 0; i < sr_n_proc_readonly; i++)
+		if (!add(p, OP_BIND_NEW, OPF_OPTIONAL, NULL, NEWROOT "/proc/%s",
+			 sr_proc_readonly[i]))
 			return -1;
 	return 0;
 }
@@ -407,14 +375,7 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 		return sr_refuse(
 		    err, EINVAL,
 		    "files cannot be given to a kernel (write them into its workspace)");
-	for (size_t i = 0; i < s->n_files; i++) {
-		if (sr_mounts_check_name(s->files[i].name, err))
-			return -1;
-		if (strcmp(s->files[i].name, "main.py") == 0)
-			return sr_refuse(err, EEXIST,
-					 "file name \"main.py\" is taken by the code itself");
-	}
-	return 0;
+	return sr_mounts_check_files(s->files, s->n_files, err);
 }
 
 int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
@@ -444,158 +405,4 @@ int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
 		return sr_fail(err, ENOMEM, "plan the sandbox filesystem");
 	}
 	return 0;
-}
-
-/* ---- applying (child side: no allocation) ------------------------------- */
-
-/* Read-only, nosuid, nodev (unless devices), recursively. mount_setattr
- * keeps the flags the kernel locked for a less privileged namespace; the
- * remount fallback must repeat them or the kernel refuses with EPERM. */
-static int make_readonly(const char *path, bool dev, bool recursive)
-{
-	struct mount_attr attr = {
-		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (dev ? 0 : MOUNT_ATTR_NODEV),
-	};
-	unsigned flags = recursive ? AT_RECURSIVE : 0;
-	if (syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof attr) == 0)
-		return 0;
-	if (errno != ENOSYS)
-		return -errno;
-	struct statvfs sv;
-	if (statvfs(path, &sv) < 0)
-		return -errno;
-	unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | (dev ? 0 : MS_NODEV) |
-			   (recursive ? MS_REC : 0);
-	fl |= (sv.f_flag & ST_NODEV ? MS_NODEV : 0) | (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) |
-	      (sv.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
-	      (sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) |
-	      (sv.f_flag & ST_RELATIME ? MS_RELATIME : 0);
-	return mount(NULL, path, NULL, fl, NULL) < 0 ? -errno : 0;
-}
-
-static int write_file(const sr_mount_op *op)
-{
-	int fd = open(op->dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
-	if (fd < 0)
-		return -errno;
-	const char *d = op->data;
-	size_t left = op->len;
-	int rc = 0;
-	while (left && rc == 0) {
-		ssize_t n = write(fd, d, left);
-		if (n < 0 && errno != EINTR)
-			rc = -errno;
-		else if (n > 0) {
-			d += n;
-			left -= (size_t)n;
-		}
-	}
-	if (rc == 0 && (op->flags & OPF_OWN) && fchown(fd, op->uid, op->gid) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-static int apply_one(const sr_mount_op *op)
-{
-	char src[PATH_MAX], data[64];
-	struct stat st;
-	switch (op->kind) {
-	case OP_TMPFS:
-		snprintf(data, sizeof data, "size=%llu,mode=%o", (unsigned long long)op->size,
-			 op->mode);
-		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0 ? -errno
-											: 0;
-	case OP_BIND:
-	case OP_BIND_NEW:
-		snprintf(src, sizeof src, "%s%s", op->kind == OP_BIND ? OLDROOT : "",
-			 op->src ? op->src : op->dst);
-		if (mount(src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-			return -errno;
-		/* Recursive: submounts of the source come along read-only too. */
-		return op->flags & OPF_RW ? 0 : make_readonly(op->dst, op->flags & OPF_DEV, true);
-	case OP_MKDIR:
-		if (mkdir(op->dst, op->mode) < 0)
-			return errno == EEXIST ? 0 : -errno;
-		if (chmod(op->dst, op->mode) < 0)
-			return -errno;
-		return op->flags & OPF_OWN && chown(op->dst, op->uid, op->gid) < 0 ? -errno : 0;
-	case OP_TOUCH: {
-		int fd = open(op->dst, O_WRONLY | O_CREAT | O_CLOEXEC, op->mode ? op->mode : 0644);
-		return fd < 0 ? -errno : close(fd);
-	}
-	case OP_SYMLINK: return symlink(op->src, op->dst) < 0 ? -errno : 0;
-	case OP_WRITE: return write_file(op);
-	case OP_PROC:
-		return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
-			   ? -errno
-			   : 0;
-	case OP_MASK:
-		if (stat(op->dst, &st) < 0)
-			return -errno;
-		if (S_ISDIR(st.st_mode))
-			return mount("tmpfs", op->dst, "tmpfs",
-				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				     "size=0,nr_inodes=1,mode=0555") < 0
-				   ? -errno
-				   : 0;
-		return mount(NEWROOT "/dev/null", op->dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
-	case OP_READONLY:
-		/* Only this mount: the writable binds below it stay writable. */
-		return make_readonly(op->dst, op->flags & OPF_DEV, false);
-	}
-	return -EINVAL;
-}
-
-static const char *op_name(enum op_kind k)
-{
-	static const char *const names[] = {
-		"mount tmpfs on", "bind read-only", "bind",          "create dir", "create file",
-		"create symlink", "write",          "mount proc on", "mask",       "make read-only",
-	};
-	return names[k];
-}
-
-int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size)
-{
-	int rc;
-#define STEP(call, ...)                                         \
-	do {                                                    \
-		if ((rc = (call)) < 0) {                        \
-			snprintf(what, what_size, __VA_ARGS__); \
-			return rc;                              \
-		}                                               \
-	} while (0)
-#define SYS(call) ((call) < 0 ? -errno : 0)
-	/* Nothing we mount may propagate back to the host. */
-	STEP(SYS(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)), "make mounts private");
-	STEP(SYS(mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")),
-	     "mount the staging tmpfs");
-	STEP(SYS(mkdir(STAGE OLDROOT, 0755)), "create " OLDROOT);
-	STEP(SYS(mkdir(STAGE NEWROOT, 0755)), "create " NEWROOT);
-	STEP(SYS(mkdir(STAGE RW, 0755)), "create " RW);
-	/* First pivot: the host root moves to /oldroot, so bind sources are
-	 * reached through it and nothing we stage can shadow them. */
-	STEP(SYS(syscall(SYS_pivot_root, STAGE, STAGE OLDROOT)), "pivot into the staging tmpfs");
-	STEP(SYS(chdir("/")), "chdir to the staging root");
-	for (size_t i = 0; i < plan->n; i++) {
-		const sr_mount_op *op = &plan->ops[i];
-		struct stat st;
-		if ((op->flags & OPF_OPTIONAL) && op->kind != OP_MKDIR && stat(op->dst, &st) < 0)
-			continue;
-		rc = apply_one(op);
-		if (rc == -EEXIST && op->kind == OP_MKDIR)
-			continue;
-		STEP(rc, "%s %s", op_name(op->kind), op->dst);
-	}
-	/* Second pivot: the new root becomes /, and the stage with the host
-	 * root under it is detached, unreachable from inside. */
-	STEP(SYS(chdir(NEWROOT)), "chdir to the new root");
-	STEP(SYS(syscall(SYS_pivot_root, ".", ".")), "pivot into the new root");
-	STEP(SYS(umount2(".", MNT_DETACH)), "detach the old root");
-	STEP(SYS(chdir("/")), "chdir to /");
-	STEP(SYS(chdir(workdir)), "chdir to %s", workdir);
-	return 0;
-#undef STEP
-#undef SYS
 }

@@ -42,6 +42,8 @@ typedef struct sr_fs_spec {
 int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err);
 /* Check a file name for the working dir: relative, no "..", no empty parts. */
 int sr_mounts_check_name(const char *name, sr_error *err);
+/* Every name checked, and none is main.py (the code's). */
+int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err);
 int sr_mounts_plan(const sr_fs_spec *spec, sr_mount_plan *plan, sr_error *err);
 void sr_mounts_plan_free(sr_mount_plan *plan);
 
@@ -50,4 +52,16 @@ void sr_mounts_plan_free(sr_mount_plan *plan);
  * 0 or -errno; on failure *what says which step and path failed. */
 int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size);
 
+/* The warm path (warm.c, zygote.c): a fork of the zygote, in its own new
+ * mount namespace (a copy of the zygote's finished root), replaces the
+ * zygote's writable dirs, /dev/shm and /proc with its own. */
+typedef struct sr_renew_spec {
+	const char *workdir;
+	const char *const *writable;
+	size_t n_writable;
+	uint64_t tmpfs_bytes;
+	uid_t uid;
+	gid_t gid;
+} sr_renew_spec;
+int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size);
 #endif

@@ -104,6 +104,7 @@ char *sr_result_to_json(const sr_result *res)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("output"));
 	cJSON_AddItemToObject(j, "limits", limits_json(&res->limits));
 	cJSON_AddStringToObject(j, "cgroup_mode", res->cgroup_mode);
+	cJSON_AddStringToObject(j, "path", res->warm ? "warm" : "cold");
 	if (res->message[0])
 		cJSON_AddStringToObject(j, "message", res->message);
 	cJSON_AddItemToObject(j, "findings", sr_findings_json(res->findings, res->n_findings));

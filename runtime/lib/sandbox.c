@@ -26,9 +26,9 @@
 #include <unistd.h>
 
 #include "artifacts.h"
-#include "caps.h"
 #include "cgroup.h"
 #include "checker.h"
+#include "contain.h"
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
@@ -41,141 +41,20 @@
 extern const unsigned char sr_embedded_runner[];
 
 #include "ids.h" /* the sandbox user and its host id range */
-#define SR_PYTHON "/usr/bin/python3"
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
 #define SR_EXIT_BLOCKED   121
 #define SR_BLOCKED_PREFIX "saferun: blocked "
 
-struct child {
-	const sr_mount_plan *plan;
-	const sr_policy *policy;
-	const sr_bpf *filter;
-	char **argv, **envp;
-	const int *join_fds; /* v1: the group's "tasks" files */
-	int n_join_fds;
-	int sync_fd;   /* read: one byte = go, EOF = abort */
-	int report_fd; /* write, close-on-exec */
-	int wd_fd;     /* a one-shot run's: the working dir goes back here, or -1 */
-	int stdio[4];  /* 0, 1, 2 and a kernel's control socket (fd 3), or -1 */
-};
-
 /* ---- the child ----------------------------------------------------------- */
 
-static void child_fail(const struct child *c, int errnum, const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 3, 4)));
-
-static void child_fail(const struct child *c, int errnum, const char *fmt, ...)
-{
-	sr_report r = { .kind = SR_REPORT_FAILED, .errnum = errnum };
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r.what, sizeof r.what, fmt, ap);
-	va_end(ap);
-	ssize_t n = write(c->report_fd, &r, sizeof r);
-	(void)n;
-	_exit(127);
-}
-
-static void set_rlimits(const struct child *c)
-{
-	const sr_limits *lim = &c->policy->limits;
-	const struct {
-		int res;
-		rlim_t val;
-		const char *name;
-	} limits[] = {
-		{ RLIMIT_CORE, 0, "RLIMIT_CORE" },
-		{ RLIMIT_FSIZE, lim->tmpfs_bytes, "RLIMIT_FSIZE" },
-		{ RLIMIT_NOFILE, lim->open_files, "RLIMIT_NOFILE" },
-		{ RLIMIT_STACK, 8u << 20, "RLIMIT_STACK" },
-		{ RLIMIT_MEMLOCK, 0, "RLIMIT_MEMLOCK" },
-	};
-	for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-		struct rlimit rl = { limits[i].val, limits[i].val };
-		if (setrlimit(limits[i].res, &rl) < 0)
-			child_fail(c, errno, "set %s", limits[i].name);
-	}
-}
-
-/* Out of the way first: a source may already sit on a target number
- * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
-static void setup_stdio(struct child *c)
-{
-	int high[4], n = c->stdio[3] >= 0 ? 4 : 3;
-	if ((c->report_fd = fcntl(c->report_fd, F_DUPFD_CLOEXEC, 10)) < 0)
-		child_fail(c, errno, "move the report pipe");
-	for (int fd = 0; fd < n; fd++)
-		if ((high[fd] = fcntl(c->stdio[fd], F_DUPFD_CLOEXEC, 10)) < 0)
-			child_fail(c, errno, "set up fd %d", fd);
-	for (int fd = 0; fd < n; fd++)
-		if (dup2(high[fd], fd) < 0)
-			child_fail(c, errno, "set up fd %d", fd);
-}
-
-/* Keep 0, 1, 2 (3: a kernel's control socket) and the report pipe;
- * everything else the supervisor had open (other sandboxes' pipes in a
- * daemon, the cgroup fd) goes. */
-static void close_other_fds(const struct child *c)
-{
-	unsigned first = c->stdio[3] >= 0 ? 4u : 3u;
-	int keep = c->report_fd; /* >= 10: setup_stdio */
-	if (syscall(SYS_close_range, first, (unsigned)keep - 1, 0u) < 0)
-		child_fail(c, errno, "close inherited fds");
-	if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) < 0)
-		child_fail(c, errno, "close inherited fds");
-}
-
-/* Pid 1 of the sandbox: start python, reap orphans, report python's wait
- * status, exit (which ends every other process of the namespace). It runs
- * after seccomp and the privilege drop like everything else. */
-static __attribute__((noreturn)) void be_init(const struct child *c)
-{
-	/* Raw, like the id switches (caps.c): the sanitizers' prctl wrapper
-	 * takes a thread-registry lock another thread may have held at clone. */
-	syscall(SYS_prctl, PR_SET_NAME, "saferun-init", 0, 0, 0);
-	pid_t py = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	if (py < 0)
-		child_fail(c, errno, "start python");
-	if (py == 0) {
-		execve(SR_PYTHON, c->argv, c->envp);
-		child_fail(c, errno, "exec %s", SR_PYTHON);
-	}
-	for (int fd = 0; fd < 3; fd++)
-		close(fd);
-	for (;;) {
-		int st;
-		pid_t pid = wait4(-1, &st, 0, NULL);
-		if (pid == py) {
-			sr_report r = { .kind = SR_REPORT_EXIT, .wstatus = st };
-			ssize_t n = write(c->report_fd, &r, sizeof r);
-			_exit(n == (ssize_t)sizeof r ? 0 : 126);
-		}
-		if (pid < 0 && errno != EINTR)
-			_exit(125);
-	}
-}
-
-/* Hand the supervisor the working dir (we are in it): after the run it
- * reads artifacts/ through this fd, beneath it, though the sandbox's
- * mounts are gone with its namespace by then. */
-static void send_workdir(struct child *c)
-{
-	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || sr_send_fd(c->wd_fd, "W", 1, fd, 0) != 1)
-		child_fail(c, errno, "hand over the working dir");
-	close(fd);
-	close(c->wd_fd);
-	c->wd_fd = -1;
-}
-
-static __attribute__((noreturn)) void contain(struct child *c)
+static __attribute__((noreturn)) void contain(sr_child *c)
 {
 	char what[200], go;
 	int rc;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		child_fail(c, errno, "set the parent-death signal");
+		sr_child_fail(c, errno, "set the parent-death signal");
 	if ((rc = sr_cgroup_join_self(c->join_fds, c->n_join_fds)) < 0)
-		child_fail(c, -rc, "join the sandbox cgroup");
+		sr_child_fail(c, -rc, "join the sandbox cgroup");
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(127); /* the supervisor gave up on us */
 	close(c->sync_fd);
@@ -183,32 +62,19 @@ static __attribute__((noreturn)) void contain(struct child *c)
 	 * SR_HOST_ID_BASE), or files we create would belong to no one. */
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
 	    syscall(SYS_setresuid, 0, 0, 0) < 0) /* raw: see caps.c */
-		child_fail(c, errno, "become root of the user namespace");
+		sr_child_fail(c, errno, "become root of the user namespace");
 	/* Now inside our cgroup: make it the root of what /proc shows. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
-		child_fail(c, errno, "create the cgroup namespace");
-	if ((rc = sr_mounts_apply(c->plan, c->policy->workdir, what, sizeof what)) < 0)
-		child_fail(c, -rc, "%s", what);
+		sr_child_fail(c, errno, "create the cgroup namespace");
+	if ((rc = sr_mounts_apply(c->plan, c->workdir, what, sizeof what)) < 0)
+		sr_child_fail(c, -rc, "%s", what);
 	if (c->wd_fd >= 0)
-		send_workdir(c);
+		sr_child_send_workdir(c);
 	if (sethostname("sandbox", 7) < 0)
-		child_fail(c, errno, "set the hostname");
-	set_rlimits(c);
-	setup_stdio(c);
-	const char *step;
-	if ((rc = sr_caps_drop_all(SR_SANDBOX_UID, SR_SANDBOX_GID, &step)) < 0)
-		child_fail(c, -rc, "%s", step);
-	/* Every id switch above cleared the parent-death signal: arm it again
-	 * now that the ids are final. Not for a kernel: its parent is the
-	 * thread that started it, which may end long before the kernel does;
-	 * a kernel ends when its control socket closes (rootfs/runner.py). */
-	if (c->stdio[3] < 0 && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(c, errno, "set the parent-death signal");
-	close_other_fds(c);
-	/* Last: from here on only the policy's syscalls are possible. */
-	if ((rc = sr_seccomp_load(c->filter)) < 0)
-		child_fail(c, -rc, "load the seccomp filter");
-	be_init(c);
+		sr_child_fail(c, errno, "set the hostname");
+	sr_child_lock_down(c);
+	sr_child_become_init(c, false);
+	_exit(127); /* not reached: init never returns, python execs */
 }
 
 /* ---- the supervisor ------------------------------------------------------- */
@@ -263,7 +129,7 @@ static int append(char **s, size_t *len, const char *part)
 /* The runner's audit-hook settings: "net=0\x1edirs=/work\x1f/tmp\x1eallow=a\x1fb".
  * Allow-list entries with separators or control characters cannot name
  * anything and are left out. */
-static char *runner_guard(const sr_run_request *req)
+char *sr_box_runner_guard(const sr_run_request *req)
 {
 	const sr_policy *p = req->policy;
 	char *s = NULL;
@@ -324,7 +190,7 @@ static int prepare(sr_box *r, sr_error *err)
 	if (!r->envp)
 		return sr_fail(err, ENOMEM, "environment");
 	memcpy(r->envp, p->env, p->n_env * sizeof *r->envp);
-	if (!r->req->no_check && p->checker.enabled && !(r->guard = runner_guard(r->req)))
+	if (!r->req->no_check && p->checker.enabled && !(r->guard = sr_box_runner_guard(r->req)))
 		return sr_fail(err, ENOMEM, "the runner's settings");
 	char *argv[] = { "python3",
 			 "-B",
@@ -332,7 +198,9 @@ static int prepare(sr_box *r, sr_error *err)
 			 "-c",
 			 (char *)sr_embedded_runner,
 			 r->guard ? r->guard : (r->kernel ? "" : NULL),
-			 r->kernel ? "kernel" : NULL,
+			 r->zygote   ? "zygote"
+			 : r->kernel ? "kernel"
+				     : NULL,
 			 NULL };
 	memcpy(r->argv, argv, sizeof argv);
 	return 0;
@@ -387,9 +255,12 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 	};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
 	if (pid == 0) {
-		struct child c = {
-			.plan = &r->plan,
-			.policy = r->p,
+		const sr_policy *p = r->p;
+		sr_child c = {
+			.fsize_limit = p->limits.tmpfs_bytes,
+			.nofile_limit = p->limits.open_files,
+			.uid = SR_SANDBOX_UID,
+			.gid = SR_SANDBOX_GID,
 			.filter = &r->filter,
 			.argv = r->argv,
 			.envp = r->envp,
@@ -399,6 +270,14 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.report_fd = r->report[1],
 			.wd_fd = r->wd[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
+			/* Not a kernel: its parent is the thread that started
+			 * it, which may end long before the kernel does; a
+			 * kernel ends when its control socket closes. The
+			 * zygote lives as long as the thread that started it. */
+			.pdeath = r->ctl[1] < 0 || r->zygote,
+			.keep_privileges = r->zygote,
+			.plan = &r->plan,
+			.workdir = p->workdir,
 		};
 		contain(&c);
 	}
@@ -429,7 +308,7 @@ int sr_box_start(sr_box *r, sr_error *err)
 	if (force && strcmp(force, "procs") == 0)
 		into = false, attach = true;
 	if (!into && !attach &&
-	    (r->n_join_fds = sr_cgroup_open_join_fds(r->cg, r->join_fds, err)) < 0)
+	    (r->n_join_fds = sr_cgroup_open_join_fds(r->cg, r->join_fds, false, err)) < 0)
 		return -1;
 	attach = attach || (!into && r->n_join_fds == 0);
 	r->pid = clone_sandbox(r, into);
@@ -609,7 +488,7 @@ void sr_box_cleanup(sr_box *r)
 void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 {
 	*b = (sr_box){ .req = req,
-		       .p = req->policy,
+		       .p = req ? req->policy : NULL,
 		       .res = res,
 		       .pidfd = -1,
 		       .in_fd = -1,
@@ -680,7 +559,7 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 
 /* The working dir the sandbox handed over (none if it died before its
  * mounts were done): its artifacts/ into the result. */
-static void collect_artifacts(sr_box *b)
+void sr_box_collect_artifacts(sr_box *b)
 {
 	int fd = b->wd[0] >= 0 ? sr_recv_fd(b->wd[0], MSG_DONTWAIT) : -1;
 	if (fd < 0)
@@ -691,13 +570,8 @@ static void collect_artifacts(sr_box *b)
 	sr_workspace_forget(ws);
 }
 
-int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
+int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
 {
-	if (sr_box_check_request(req, err))
-		return -1;
-	sr_box_init_result(res, req->policy);
-	if (sr_box_vet(req, res) < 0)
-		return 0;
 	sr_box b;
 	sr_box_init(&b, req, res);
 	if (sr_box_prepare(&b, err)) {
@@ -714,7 +588,17 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
 	}
 	sr_box_cleanup(&b); /* everything in the sandbox has ended */
-	collect_artifacts(&b);
+	sr_box_collect_artifacts(&b);
 	close_fd(&b.wd[0]);
 	return 0;
+}
+
+int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	if (sr_box_check_request(req, err))
+		return -1;
+	sr_box_init_result(res, req->policy);
+	if (sr_box_vet(req, res) < 0)
+		return 0;
+	return sr_box_run_cold(req, res, err);
 }

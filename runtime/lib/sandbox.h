@@ -18,6 +18,7 @@ typedef struct sr_box {
 	const sr_policy *p;
 	const char *workdir_host; /* kernel: the workspace bound as the working dir */
 	bool kernel;              /* python serves runs over a control socket */
+	bool zygote;              /* the warm path's zygote: keeps its privileges */
 	sr_result *res;
 	char *rootfs;
 	sr_mount_plan plan;
@@ -54,4 +55,10 @@ int sr_box_watch(sr_box *b, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
  * artifacts are read after this). */
 void sr_box_cleanup(sr_box *b);
 
+/* The artifacts/ of the working dir the sandbox handed over on wd[0]. */
+void sr_box_collect_artifacts(sr_box *b);
+/* The runner's audit-hook settings for req (caller frees), NULL if none. */
+char *sr_box_runner_guard(const sr_run_request *req);
+/* sr_run after the checks and the checker: a cold sandbox, start to end. */
+int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err);
 #endif

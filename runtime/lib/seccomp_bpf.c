@@ -201,15 +201,6 @@ out:
 	return rc;
 }
 
-int sr_seccomp_load(const sr_bpf *prog)
-{
-	struct sock_fprog fprog = { .len = prog->len, .filter = prog->insns };
-
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
-		return -errno;
-	return 0;
-}
-
 void sr_bpf_free(sr_bpf *prog)
 {
 	if (!prog)

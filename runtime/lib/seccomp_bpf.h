@@ -18,10 +18,7 @@ typedef struct sr_bpf {
  * uses libseccomp. Errors name the rule as policy.seccomp.syscalls[N]. */
 int sr_seccomp_compile(const sr_seccomp_policy *p, sr_bpf *out, sr_error *err);
 
-/* Install prog in the calling thread. Async-signal-safe (no allocation, no
- * libseccomp), for the sandbox child after clone; the caller has set
- * no_new_privs. Returns 0 or -errno. */
-int sr_seccomp_load(const sr_bpf *prog);
+/* Installing it: sr_seccomp_load (contain.h). */
 
 void sr_bpf_free(sr_bpf *prog);
 

@@ -22,7 +22,15 @@ def profiles():
     return found
 
 
+# SAFERUN_TEST_PATH=warm (tests/CMakeLists.txt registers the containment
+# tests a second time with it): every `saferun run` goes through the warm
+# path (--warm: a zygote forks the sandbox), and run() checks it did.
+WARM = os.environ.get("SAFERUN_TEST_PATH") == "warm"
+
+
 def saferun_env(*args, env=None, input=None, timeout=120):
+    if WARM and args and args[0] == "run":
+        args = ("run", "--warm", *args[1:])
     return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -39,6 +47,7 @@ def run(code, *args, profile="host", env=None):
                     env=env)
     assert p.stdout, f"no JSON from saferun (exit {p.returncode}): {p.stderr.decode()}"
     res = json.loads(p.stdout)
+    assert res["path"] == ("warm" if WARM else "cold"), res
     res["_exit"] = p.returncode
     res["_stderr"] = p.stderr.decode()
     return res

@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "saferun.h"
+#include "contain.h"
 #include "seccomp_bpf.h"
 
 #ifndef AF_VSOCK

@@ -1,0 +1,158 @@
+#include "contain.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "supervise.h"
+#include "util.h"
+
+void sr_child_fail(const sr_child *c, int errnum, const char *fmt, ...)
+{
+	sr_report r = { .kind = SR_REPORT_FAILED, .errnum = errnum };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r.what, sizeof r.what, fmt, ap);
+	va_end(ap);
+	ssize_t n = write(c->report_fd, &r, sizeof r);
+	(void)n;
+	_exit(127);
+}
+
+int sr_cgroup_join_self(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (write(fds[i], "0", 1) != 1)
+			return -errno;
+	return 0;
+}
+
+int sr_seccomp_load(const sr_bpf *prog)
+{
+	struct sock_fprog fprog = { .len = prog->len, .filter = prog->insns };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+		return -errno;
+	return 0;
+}
+
+static void set_rlimits(const sr_child *c)
+{
+	const struct {
+		int res;
+		rlim_t val;
+		const char *name;
+	} limits[] = {
+		{ RLIMIT_CORE, 0, "RLIMIT_CORE" },
+		{ RLIMIT_FSIZE, c->fsize_limit, "RLIMIT_FSIZE" },
+		{ RLIMIT_NOFILE, c->nofile_limit, "RLIMIT_NOFILE" },
+		{ RLIMIT_STACK, 8u << 20, "RLIMIT_STACK" },
+		{ RLIMIT_MEMLOCK, 0, "RLIMIT_MEMLOCK" },
+	};
+	for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+		struct rlimit rl = { limits[i].val, limits[i].val };
+		if (setrlimit(limits[i].res, &rl) < 0)
+			sr_child_fail(c, errno, "set %s", limits[i].name);
+	}
+}
+
+/* Out of the way first: a source may already sit on a target number
+ * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
+static void setup_stdio(sr_child *c)
+{
+	int high[4], n = c->stdio[3] >= 0 ? 4 : 3;
+	if ((c->report_fd = fcntl(c->report_fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		sr_child_fail(c, errno, "move the report pipe");
+	for (int fd = 0; fd < n; fd++)
+		if ((high[fd] = fcntl(c->stdio[fd], F_DUPFD_CLOEXEC, 10)) < 0)
+			sr_child_fail(c, errno, "set up fd %d", fd);
+	for (int fd = 0; fd < n; fd++)
+		if (dup2(high[fd], fd) < 0)
+			sr_child_fail(c, errno, "set up fd %d", fd);
+}
+
+/* Keep 0, 1, 2 (3: a control socket) and the report pipe; everything
+ * else the parent had open (other sandboxes' pipes in a daemon, the cgroup
+ * fd, a zygote's own sockets) goes. */
+static void close_other_fds(const sr_child *c)
+{
+	unsigned first = c->stdio[3] >= 0 ? 4u : 3u;
+	int keep = c->report_fd; /* >= 10: setup_stdio */
+	if (syscall(SYS_close_range, first, (unsigned)keep - 1, 0u) < 0)
+		sr_child_fail(c, errno, "close inherited fds");
+	if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) < 0)
+		sr_child_fail(c, errno, "close inherited fds");
+}
+
+void sr_child_send_workdir(sr_child *c)
+{
+	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || sr_send_fd(c->wd_fd, "W", 1, fd, 0) != 1)
+		sr_child_fail(c, errno, "hand over the working dir");
+	close(fd);
+	close(c->wd_fd);
+	c->wd_fd = -1;
+}
+
+void sr_child_lock_down(sr_child *c)
+{
+	int rc;
+	set_rlimits(c);
+	setup_stdio(c);
+	if (!c->keep_privileges) {
+		const char *step;
+		if ((rc = sr_caps_drop_all(c->uid, c->gid, &step)) < 0)
+			sr_child_fail(c, -rc, "%s", step);
+	}
+	/* Every id switch above cleared the parent-death signal: arm it again
+	 * now that the ids are final. */
+	if (c->pdeath && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sr_child_fail(c, errno, "set the parent-death signal");
+	close_other_fds(c);
+	/* Last: from here on only the policy's syscalls are possible. */
+	if (!c->keep_privileges && (rc = sr_seccomp_load(c->filter)) < 0)
+		sr_child_fail(c, -rc, "load the seccomp filter");
+}
+
+/* Pid 1 of the sandbox: start python, reap orphans, report python's wait
+ * status, exit (which ends every other process of the namespace). It runs
+ * after seccomp and the privilege drop like everything else. */
+pid_t sr_child_become_init(const sr_child *c, bool python_forks)
+{
+	/* Raw, like the id switches (caps.c): the sanitizers' prctl wrapper
+	 * takes a thread-registry lock another thread may have held at clone. */
+	syscall(SYS_prctl, PR_SET_NAME, "saferun-init", 0, 0, 0);
+	pid_t py = python_forks ? fork() : (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (py < 0)
+		sr_child_fail(c, errno, "start python");
+	if (py == 0) {
+		if (!c->argv) {
+			syscall(SYS_prctl, PR_SET_NAME, "python3", 0, 0, 0);
+			return 0;
+		}
+		execve("/usr/bin/python3", c->argv, c->envp);
+		sr_child_fail(c, errno, "exec %s", "/usr/bin/python3");
+	}
+	for (int fd = 0; fd < 4; fd++)
+		close(fd);
+	for (;;) {
+		int st;
+		pid_t pid = wait4(-1, &st, 0, NULL);
+		if (pid == py) {
+			sr_report r = { .kind = SR_REPORT_EXIT, .wstatus = st };
+			ssize_t n = write(c->report_fd, &r, sizeof r);
+			_exit(n == (ssize_t)sizeof r ? 0 : 126);
+		}
+		if (pid < 0 && errno != EINTR)
+			_exit(125);
+	}
+}

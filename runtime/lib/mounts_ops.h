@@ -1,0 +1,57 @@
+/* The mount plan's operations: built by mounts.c in the supervisor,
+ * executed by mounts_apply.c in the sandbox child (which is also compiled
+ * into the warm path's zygote module, so it depends on libc alone). */
+#ifndef SR_MOUNTS_OPS_H
+#define SR_MOUNTS_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Paths seen by the child between the two pivots: the stage tmpfs is /,
+ * the host root is /oldroot, the sandbox root is being built at /newroot,
+ * and the writable tmpfs is /rw. */
+#define STAGE   "/tmp"
+#define OLDROOT "/oldroot"
+#define NEWROOT "/newroot"
+#define RW      "/rw"
+
+enum op_kind {
+	OP_TMPFS,    /* dst, size, mode */
+	OP_BIND,     /* src (host path) -> dst; ro unless OPF_RW */
+	OP_BIND_NEW, /* src (path in the stage) -> dst */
+	OP_MKDIR,    /* dst, mode, chown to the sandbox user with OPF_OWN */
+	OP_TOUCH,    /* dst: empty file as a bind target */
+	OP_SYMLINK,  /* src = target, dst */
+	OP_WRITE,    /* dst, data, len, mode; OPF_OWN */
+	OP_PROC,     /* dst */
+	OP_MASK,     /* dst: /dev/null over a file, empty ro tmpfs over a dir */
+	OP_READONLY, /* dst: make an existing mount read-only (not its submounts) */
+};
+
+enum op_flags {
+	OPF_RW = 1,       /* bind stays writable */
+	OPF_DEV = 2,      /* keep device nodes usable (no MS_NODEV) */
+	OPF_OWN = 4,      /* owned by the sandbox user */
+	OPF_OPTIONAL = 8, /* skip silently when the target does not exist */
+};
+
+struct sr_mount_op {
+	enum op_kind kind;
+	unsigned flags;
+	char *src, *dst;
+	const void *data;
+	size_t len;
+	uint64_t size;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* /proc files and dirs that leak host-wide kernel state or take writes:
+ * masked (as runc and crun do), and the dirs kept read-only. */
+extern const char *const sr_proc_masked[];
+extern const size_t sr_n_proc_masked;
+extern const char *const sr_proc_readonly[];
+extern const size_t sr_n_proc_readonly;
+
+#endif

@@ -1,0 +1,242 @@
+/* The warm path's zygote: a Python module (stable ABI) that the runner
+ * loads in the zygote interpreter after the preload list is imported.
+ * serve() turns every spawn request from the supervisor into a new
+ * sandbox: clone3 into fresh mount, pid, network, IPC and UTS namespaces,
+ * then in the child the same steps a cold sandbox takes (contain.c): its
+ * own cgroup, its own writable dirs and /proc, every privilege dropped,
+ * the seccomp filter, a C init as pid 1, and python as pid 2, which
+ * returns from serve() into the interpreter (a copy of the zygote's, with
+ * the imports done) to wait for the run's code. The zygote itself never
+ * runs code that was sent to it. Protocol: runtime/lib/zygote_proto.h. */
+#define PY_SSIZE_T_CLEAN
+#define Py_LIMITED_API 0x03080000
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "contain.h"
+#include "mounts.h"
+#include "zygote_proto.h"
+
+#define MAX_WRITABLE 32
+#define MAX_FDS      (SR_ZSPAWN_FDS + 8)
+
+struct spec {
+	sr_zspec h;
+	sr_bpf filter;
+	const char *workdir;
+	const char *writable[MAX_WRITABLE];
+};
+
+static int parse_spec(const char *buf, size_t len, struct spec *s)
+{
+	if (len < sizeof s->h)
+		return -1;
+	memcpy(&s->h, buf, sizeof s->h);
+	size_t bpf_bytes = (size_t)s->h.bpf_len * sizeof(struct sock_filter);
+	if (s->h.magic != SR_ZSPEC_MAGIC || s->h.n_writable > MAX_WRITABLE || s->h.bpf_len == 0 ||
+	    s->h.bpf_len > 0xffff || len != sizeof s->h + bpf_bytes + s->h.strings_len ||
+	    s->h.strings_len == 0 || buf[len - 1] != '\0')
+		return -1;
+	/* The buffer is the Python bytes object, alive for serve()'s call. */
+	s->filter.insns = (struct sock_filter *)(uintptr_t)(buf + sizeof s->h);
+	s->filter.len = (unsigned short)s->h.bpf_len;
+	const char *str = buf + sizeof s->h + bpf_bytes, *end = buf + len;
+	s->workdir = str;
+	for (uint32_t i = 0; i < s->h.n_writable; i++) {
+		str += strlen(str) + 1;
+		if (str >= end)
+			return -1;
+		s->writable[i] = str;
+	}
+	return 0;
+}
+
+static int recv_request(int ctl, char *tag, int fds[MAX_FDS], int *n_fds)
+{
+	char buf[8];
+	union {
+		char b[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b
+	};
+	ssize_t n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	*n_fds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(fds + *n_fds, CMSG_DATA(c), (size_t)k * sizeof(int));
+			*n_fds += k;
+		}
+	*tag = buf[0];
+	if (n < 2 || (mh.msg_flags & MSG_CTRUNC) || buf[0] != 'S' ||
+	    *n_fds != SR_ZSPAWN_FDS + (unsigned char)buf[1])
+		return -EBADMSG;
+	return 0;
+}
+
+static void reply(int ctl, char tag, int32_t num, const char *what, int fd)
+{
+	char msg[256];
+	msg[0] = tag;
+	memcpy(msg + 1, &num, sizeof num);
+	size_t len = 5;
+	if (what) {
+		size_t w = strnlen(what, sizeof msg - 6);
+		memcpy(msg + 5, what, w);
+		len += w;
+	}
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { 0 };
+	struct iovec iov = { .iov_base = msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof u.b;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	}
+	ssize_t n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
+	(void)n;
+}
+
+/* The new sandbox's first process (pid 1 of its namespace). Returns only
+ * in its python child, locked down. */
+static void build(const struct spec *s, int fds[MAX_FDS], int n_fds)
+{
+	char what[200];
+	int rc;
+	sr_child c = {
+		.fsize_limit = s->h.tmpfs_bytes,
+		.nofile_limit = s->h.open_files,
+		.uid = s->h.uid,
+		.gid = s->h.gid,
+		.filter = &s->filter,
+		.join_fds = fds + SR_ZSPAWN_FDS,
+		.n_join_fds = n_fds - SR_ZSPAWN_FDS,
+		.sync_fd = -1,
+		.report_fd = fds[0],
+		.wd_fd = fds[4],
+		.stdio = { -1, fds[1], fds[2], fds[3] },
+	};
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGCHLD, SIG_DFL);
+	if ((rc = sr_cgroup_join_self(c.join_fds, c.n_join_fds)) < 0)
+		sr_child_fail(&c, -rc, "join the sandbox cgroup");
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		sr_child_fail(&c, errno, "create the cgroup namespace");
+	sr_renew_spec rs = { .workdir = s->workdir,
+			     .writable = s->writable,
+			     .n_writable = s->h.n_writable,
+			     .tmpfs_bytes = s->h.tmpfs_bytes,
+			     .uid = s->h.uid,
+			     .gid = s->h.gid };
+	if ((rc = sr_mounts_renew(&rs, what, sizeof what)) < 0)
+		sr_child_fail(&c, -rc, "%s", what);
+	sr_child_send_workdir(&c);
+	if (sethostname("sandbox", 7) < 0)
+		sr_child_fail(&c, errno, "set the hostname");
+	if ((c.stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		sr_child_fail(&c, errno, "open /dev/null");
+	sr_child_lock_down(&c);
+	sr_child_become_init(&c, true);
+}
+
+static PyObject *serve(PyObject *self, PyObject *args)
+{
+	(void)self;
+	int ctl;
+	const char *buf;
+	Py_ssize_t len;
+	struct spec s;
+	if (!PyArg_ParseTuple(args, "iy#", &ctl, &buf, &len))
+		return NULL;
+	if (parse_spec(buf, (size_t)len, &s) < 0) {
+		PyErr_SetString(PyExc_ValueError, "saferun zygote: malformed spec");
+		return NULL;
+	}
+	for (;;) {
+		/* Reap the sandboxes that ended (their init is our child). */
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			;
+		struct pollfd p = { .fd = ctl, .events = POLLIN };
+		if (poll(&p, 1, 200) == 0)
+			continue;
+		char tag;
+		int fds[MAX_FDS], n_fds = 0;
+		int rc = recv_request(ctl, &tag, fds, &n_fds);
+		if (rc == -EPIPE || rc == -ECONNRESET)
+			Py_RETURN_NONE; /* the supervisor is gone: so is the zygote */
+		if (rc == -EINTR)
+			continue;
+		if (rc < 0) {
+			reply(ctl, 'F', -rc, "a malformed spawn request", -1);
+			for (int i = 0; i < n_fds; i++)
+				close(fds[i]);
+			continue;
+		}
+		int pidfd = -1;
+		struct clone_args ca = {
+			.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+				 CLONE_NEWUTS | CLONE_PIDFD,
+			.pidfd = (uint64_t)(uintptr_t)&pidfd,
+			.exit_signal = SIGCHLD,
+		};
+		PyOS_BeforeFork();
+		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+		if (pid == 0) {
+			build(&s, fds, n_fds);
+			/* Python, pid 2 of the new sandbox: back to the runner. */
+			PyOS_AfterFork_Child();
+			return PyLong_FromLong(3);
+		}
+		int e = errno;
+		PyOS_AfterFork_Parent();
+		for (int i = 0; i < n_fds; i++)
+			close(fds[i]);
+		if (pid < 0) {
+			reply(ctl, 'F', e, "clone the sandbox namespaces", -1);
+			continue;
+		}
+		reply(ctl, 'P', pid, NULL, pidfd);
+		close(pidfd);
+	}
+}
+
+static PyMethodDef methods[] = {
+	{ "serve", serve, METH_VARARGS,
+	  "serve(fd, spec): build a sandbox per request; returns 3 in each sandbox's python" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_saferun_zygote", NULL, -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__saferun_zygote(void)
+{
+	return PyModule_Create(&module);
+}
