@@ -45,6 +45,7 @@ def _saferun_main():
     install_guard = ns.pop("_install_guard")
     serve = ns.pop("_saferun_kernel")
     zygote = ns.pop("_saferun_zygote")
+    _saferun_exit_status = ns.pop("_saferun_exit_status")
     if mode == "zygote":
         guard = zygote()  # returns in a new sandbox, its files written
     save_figures = ns.pop("_saferun_artifacts")()
@@ -55,20 +56,53 @@ def _saferun_main():
     with open(path, "rb") as f:
         source = f.read()
     try:
-        code = compile(source, path, "exec")
-        exec(code, ns)
-    except SystemExit:
-        raise
-    except BaseException as e:
-        tb = e.__traceback__
-        # Hide this runner's own frame: the user sees only main.py's.
-        if tb is not None and tb.tb_frame.f_code is me:
-            tb = tb.tb_next
-            e.__traceback__ = tb
-        sys.excepthook(type(e), e, tb)
-        sys.exit(1)
-    finally:
-        save_figures()
+        try:
+            code = compile(source, path, "exec")
+            exec(code, ns)
+        except SystemExit:
+            raise
+        except BaseException as e:
+            tb = e.__traceback__
+            # Hide this runner's own frame: the user sees only main.py's.
+            if tb is not None and tb.tb_frame.f_code is me:
+                tb = tb.tb_next
+                e.__traceback__ = tb
+            sys.excepthook(type(e), e, tb)
+            sys.exit(1)
+        finally:
+            save_figures()
+    except SystemExit as e:
+        if mode != "zygote":
+            raise
+        status = _saferun_exit_status(e)
+    else:
+        status = 0
+    # The warm path: what the interpreter's shutdown does that the code can
+    # see, then out. Tearing the interpreter down would write to every page
+    # this process shares with the zygote (milliseconds, and its memory).
+    if "threading" in sys.modules:
+        sys.modules["threading"]._shutdown()
+    __import__("atexit")._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    __import__("os")._exit(status)
+
+
+def _saferun_exit_status(e):
+    # As the interpreter turns an uncaught SystemExit into a status.
+    import sys
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    try:
+        print(e.code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
 
 
 def _saferun_artifacts():

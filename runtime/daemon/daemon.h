@@ -15,7 +15,8 @@ typedef struct srd_ctx {
 	const srd_config *cfg;
 	srd_policies *policies;
 	struct srd_sessions *sessions;
-	struct srd_mcp *mcp; /* the MCP sessions of the HTTP transport */
+	struct srd_mcp *mcp;   /* the MCP sessions of the HTTP transport */
+	struct srd_warm *warm; /* warm pools of the warm policies (warm_pools.h) */
 	srd_gate gate;
 	srd_metrics metrics;
 	const char *token; /* bearer token for TCP; NULL: none */

@@ -22,6 +22,7 @@
 #include "mcp.h"
 #include "server.h"
 #include "sessions.h"
+#include "warm_pools.h"
 
 static int signal_pipe[2] = { -1, -1 };
 
@@ -96,10 +97,12 @@ static bool on_signal_fd(srd_ctx *ctx, int fd)
 	}
 	char msg[1024];
 	int n = srd_policies_reload(ctx->policies, msg, sizeof msg);
-	if (n < 0)
+	if (n < 0) {
 		srd_log("error", "reload", "policies not reloaded, the old ones stay: %s", msg);
-	else
+	} else {
 		srd_log("info", "reload", "%d policies loaded", n);
+		srd_warm_reload(ctx->warm, ctx->policies);
+	}
 	return false;
 }
 
@@ -136,6 +139,8 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 		usleep(10000);
 	srd_server_stop(srv);
 	srd_listen_close(ls, n);
+	srd_warm_close(ctx->warm); /* its zygotes and ready sandboxes */
+	ctx->warm = NULL;
 	/* No handler runs any more: the sessions (their kernels and tmpfs
 	 * workspaces) close with the daemon. */
 	srd_sessions_close(ctx->sessions);
@@ -186,7 +191,8 @@ static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg,
 	sweep_dead_stdio(base);
 	free(cfg->workspaces_dir);
 	cfg->workspaces_dir = own;
-	if (srd_sessions_open(cfg, &ctx->sessions, msg, size))
+	if (srd_sessions_open(cfg, &ctx->sessions, msg, size) ||
+	    srd_warm_open(ctx->policies, cfg->rootfs_dir, &ctx->warm, msg, size))
 		return -1;
 	cJSON *line = cJSON_CreateObject();
 	cJSON_AddStringToObject(line, "transport", "stdio");
@@ -195,6 +201,8 @@ static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg,
 	cJSON_AddStringToObject(line, "workspaces", own);
 	srd_log_json("ready", line);
 	int rc = srd_mcp_stdio(ctx, STDIN_FILENO, STDOUT_FILENO, signal_pipe[0], on_signal_fd);
+	srd_warm_close(ctx->warm);
+	ctx->warm = NULL;
 	srd_sessions_close(ctx->sessions);
 	ctx->sessions = NULL;
 	rmdir(own);
@@ -252,6 +260,10 @@ int main(int argc, char **argv)
 		if (n > 0)
 			cleanup_stale("start-up");
 		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
+		/* After the clean-up: it would end the zygotes. */
+		rc = rc < 0
+			 ? -1
+			 : srd_warm_open(ctx.policies, cfg.rootfs_dir, &ctx.warm, msg, sizeof msg);
 		rc = rc < 0 ? -1 : srd_server_start(&ctx, ls, n, &srv, msg, sizeof msg);
 		if (rc == 0) {
 			log_ready(&ctx, ls, n);

@@ -8,6 +8,7 @@
 #include "packages.h"
 #include "run.h"
 #include "session_routes.h"
+#include "warm_pools.h"
 
 extern const unsigned char srd_embedded_openapi[];
 extern const size_t srd_embedded_openapi_len;
@@ -154,6 +155,7 @@ cJSON *srd_health_json(srd_ctx *ctx)
 	cJSON_AddItemToArray(protocols, cJSON_CreateString("mcp"));
 	cJSON_AddItemToObject(j, "policies", srd_policies_names(ctx->policies));
 	cJSON_AddStringToObject(j, "default_policy", ctx->cfg->default_policy);
+	cJSON_AddItemToObject(j, "warm", srd_warm_json(ctx->warm));
 	return j;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "warm_pools.h"
 
 /* The client closed its end (or the connection broke) while its run
  * waited: nobody would read the result. A client that only half-closes
@@ -64,11 +65,15 @@ void srd_unmask_signals(sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, &none, old);
 }
 
-static int run_unmasked(const sr_run_request *req, sr_result *res, sr_error *err)
+/* On the policy's warm pool if it has one (which may still run it cold). */
+static int run_unmasked(srd_ctx *ctx, const char *policy, const sr_run_request *req, sr_result *res,
+			sr_error *err)
 {
 	sigset_t old;
 	srd_unmask_signals(&old);
-	int rc = sr_run(req, res, err);
+	srd_warm_pool *pool = srd_warm_acquire(ctx->warm, policy);
+	int rc = pool ? sr_warm_run(srd_warm_pool_get(pool), req, res, err) : sr_run(req, res, err);
+	srd_warm_release(ctx->warm, pool);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
@@ -136,7 +141,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	}
 	uint64_t t1 = srd_now_ms();
 	sr_error err = { 0 };
-	int rc = run_unmasked(&req, res, &err);
+	int rc = run_unmasked(ctx, name, &req, res, &err);
 	srd_gate_leave(&ctx->gate);
 	sr_policy_free(p);
 	if (rc < 0) {

@@ -164,6 +164,13 @@ static void dispatch(struct loop *l, int fd)
 		read_stream(l, fd, fd == l->w->out_fd);
 	} else if (fd == l->w->report_fd) {
 		read_report(l);
+		/* Python's status is in: the run is over. Init's own exit (the
+		 * namespaces' teardown, an RCU grace period or more) is the
+		 * clean-up's business, not the result's. */
+		if (l->oc->have_exit && !l->exited) {
+			l->exited = true;
+			l->oc->duration_ms = sr_now_ms() - l->start_ms;
+		}
 	} else if (fd == l->w->ctl_fd) {
 		read_ctl(l);
 	} else if (fd == l->timer) {
@@ -172,9 +179,10 @@ static void dispatch(struct loop *l, int fd)
 			l->oc->timed_out = true;
 			kill_init(l);
 		}
-	} else if (fd == l->w->pidfd && !l->exited) {
+	} else if (fd == l->w->pidfd) {
+		if (!l->exited)
+			l->oc->duration_ms = sr_now_ms() - l->start_ms;
 		l->exited = true;
-		l->oc->duration_ms = sr_now_ms() - l->start_ms;
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
 	}
 }

@@ -40,9 +40,10 @@ extern const size_t sr_embedded_zygote_len;
 #define ZYGOTE_MIN_MEM  (1ull << 30)
 
 typedef struct wbox {
-	sr_box b;    /* pidfd, out/err/report pipes, wd socket, cgroup */
-	int ctl;     /* the run's control socket (python's fd 3) */
-	char id[40]; /* the cgroup's name, and the run's id */
+	sr_box b;          /* pidfd, out/err/report pipes, wd socket, cgroup */
+	int ctl;           /* the run's control socket (python's fd 3) */
+	char id[40];       /* the cgroup's name, and the run's id */
+	struct wbox *next; /* on the pool's list of ended sandboxes */
 } wbox;
 
 struct sr_warm {
@@ -62,6 +63,7 @@ struct sr_warm {
 	uint64_t retry_at_ms, backoff_ms;
 	wbox *ready[POOL_MAX];
 	unsigned n_ready, spawning;
+	wbox *ended; /* runs over, their groups still to remove */
 	sr_warm_stats st;
 };
 
@@ -370,11 +372,26 @@ static void wait_ms(sr_warm *w, uint64_t ms)
 	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 }
 
+/* The sandboxes whose runs ended: killed, their groups removed. Their
+ * namespaces' teardown (an RCU grace period or more) happens here, off
+ * the runs' path. Called and returns with w->mu held. */
+static void bury(sr_warm *w)
+{
+	while (w->ended) {
+		wbox *x = w->ended;
+		w->ended = x->next;
+		pthread_mutex_unlock(&w->mu);
+		wbox_free(x);
+		pthread_mutex_lock(&w->mu);
+	}
+}
+
 static void *pool_thread(void *arg)
 {
 	sr_warm *w = arg;
 	pthread_mutex_lock(&w->mu);
 	while (!w->stopping) {
+		bury(w);
 		if (!w->z_up) {
 			uint64_t now = sr_now_ms();
 			if (now < w->retry_at_ms) {
@@ -441,6 +458,7 @@ static void *pool_thread(void *arg)
 	/* Runs in flight live in the zygote's namespaces: let them end. */
 	while (w->busy)
 		pthread_cond_wait(&w->cv, &w->mu);
+	bury(w);
 	bool up = w->z_up;
 	w->z_up = false;
 	pthread_mutex_unlock(&w->mu);
@@ -765,10 +783,13 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
 	}
-	sr_box_cleanup(&x->b);
+	/* Nothing of the run goes on while its artifacts are read; the rest
+	 * of the clean-up is the pool thread's (bury). */
+	syscall(SYS_pidfd_send_signal, x->b.pidfd, SIGKILL, NULL, 0);
 	sr_box_collect_artifacts(&x->b);
-	wbox_free(x);
 	pthread_mutex_lock(&w->mu);
+	x->next = w->ended;
+	w->ended = x;
 	w->busy--;
 	w->st.warm_runs++;
 	pthread_cond_broadcast(&w->cv);

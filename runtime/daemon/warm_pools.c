@@ -1,0 +1,171 @@
+#include "warm_pools.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct srd_warm_pool {
+	char *policy;
+	sr_warm *w;
+	unsigned refs;
+	bool retired; /* replaced by a reload: stopped when refs is 0 */
+};
+
+struct srd_warm {
+	pthread_mutex_t mu;
+	srd_warm_pool **v;
+	size_t n;
+	char *rootfs_dir;
+};
+
+static void pool_stop(srd_warm_pool *p)
+{
+	sr_warm_stop(p->w);
+	free(p->policy);
+	free(p);
+}
+
+/* Pools for the warm policies of reg; a policy that cannot start one is
+ * logged and runs cold. */
+static void start_pools(srd_warm *t, srd_policies *reg, srd_warm_pool ***v, size_t *n)
+{
+	cJSON *names = srd_policies_names(reg), *name;
+	*v = calloc((size_t)cJSON_GetArraySize(names) + 1, sizeof **v);
+	*n = 0;
+	cJSON_ArrayForEach(name, names)
+	{
+		sr_policy *p = NULL;
+		srd_ferr e = { 0 };
+		sr_error err = { 0 };
+		if (!*v || srd_policies_get(reg, name->valuestring, "policy", &p, &e) ||
+		    !p->warm.enabled) {
+			sr_policy_free(p);
+			continue;
+		}
+		srd_warm_pool *pool = calloc(1, sizeof *pool);
+		if (pool && (pool->policy = strdup(name->valuestring)) &&
+		    sr_warm_start(p, t->rootfs_dir, &pool->w, &err) == 0) {
+			(*v)[(*n)++] = pool;
+			srd_log("info", "warm",
+				"policy %s: warm pool of %u starting (preload: %zu modules)",
+				pool->policy, p->warm.pool_size, p->warm.n_preload);
+		} else {
+			srd_log("error", "warm", "policy %s: no warm pool: %s", name->valuestring,
+				pool ? err.msg : "out of memory");
+			if (pool)
+				free(pool->policy);
+			free(pool);
+		}
+		sr_policy_free(p);
+	}
+	cJSON_Delete(names);
+}
+
+int srd_warm_open(srd_policies *reg, const char *rootfs_dir, srd_warm **out, char *msg, size_t size)
+{
+	srd_warm *t = calloc(1, sizeof *t);
+	if (!t || (rootfs_dir && !(t->rootfs_dir = strdup(rootfs_dir)))) {
+		free(t);
+		return snprintf(msg, size, "warm pools: out of memory"), -1;
+	}
+	pthread_mutex_init(&t->mu, NULL);
+	start_pools(t, reg, &t->v, &t->n);
+	*out = t;
+	return 0;
+}
+
+void srd_warm_reload(srd_warm *t, srd_policies *reg)
+{
+	srd_warm_pool **v, **old;
+	size_t n, n_old;
+	start_pools(t, reg, &v, &n);
+	pthread_mutex_lock(&t->mu);
+	old = t->v;
+	n_old = t->n;
+	t->v = v;
+	t->n = n;
+	size_t idle = 0;
+	for (size_t i = 0; i < n_old; i++) {
+		old[i]->retired = true;
+		if (old[i]->refs == 0)
+			old[idle++] = old[i];
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < idle; i++)
+		pool_stop(old[i]);
+	free(old);
+}
+
+srd_warm_pool *srd_warm_acquire(srd_warm *t, const char *policy)
+{
+	srd_warm_pool *found = NULL;
+	if (!t)
+		return NULL;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n && !found; i++)
+		if (strcmp(t->v[i]->policy, policy) == 0)
+			found = t->v[i];
+	if (found)
+		found->refs++;
+	pthread_mutex_unlock(&t->mu);
+	return found;
+}
+
+sr_warm *srd_warm_pool_get(srd_warm_pool *p)
+{
+	return p->w;
+}
+
+void srd_warm_release(srd_warm *t, srd_warm_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&t->mu);
+	bool stop = --p->refs == 0 && p->retired;
+	pthread_mutex_unlock(&t->mu);
+	if (stop)
+		pool_stop(p);
+}
+
+cJSON *srd_warm_json(srd_warm *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!t)
+		return arr;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n; i++) {
+		sr_warm_stats st;
+		sr_warm_get_stats(t->v[i]->w, &st);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "policy", t->v[i]->policy);
+		cJSON_AddBoolToObject(o, "zygote_up", st.zygote_up);
+		cJSON_AddNumberToObject(o, "ready", st.ready);
+		cJSON_AddNumberToObject(o, "pool_size", st.pool_size);
+		cJSON_AddNumberToObject(o, "zygote_starts", (double)st.zygote_starts);
+		cJSON_AddNumberToObject(o, "spawned", (double)st.spawned);
+		cJSON_AddNumberToObject(o, "spawn_failures", (double)st.spawn_failures);
+		cJSON_AddNumberToObject(o, "warm_runs", (double)st.warm_runs);
+		cJSON_AddNumberToObject(o, "cold_runs", (double)st.cold_runs);
+		if (st.last_error[0])
+			cJSON_AddStringToObject(o, "last_error", st.last_error);
+		cJSON_AddItemToArray(arr, o);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return arr;
+}
+
+void srd_warm_close(srd_warm *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		pool_stop(t->v[i]); /* sr_warm_stop waits for runs in flight */
+	free(t->v);
+	free(t->rootfs_dir);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
