@@ -46,8 +46,9 @@ def _saferun_main():
     serve = ns.pop("_saferun_kernel")
     zygote = ns.pop("_saferun_zygote")
     _saferun_exit_status = ns.pop("_saferun_exit_status")
+    done = None
     if mode == "zygote":
-        guard = zygote()  # returns in a new sandbox, its files written
+        guard, done = zygote()  # returns in a new sandbox, its files written
     save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
@@ -88,6 +89,12 @@ def _saferun_main():
             stream.flush()
         except Exception:
             pass
+    # The status before the exit: a process with the zygote's address
+    # space takes milliseconds to end, and the result need not wait.
+    try:
+        done.send(b"D" + status.to_bytes(4, "little", signed=True))
+    except Exception:
+        pass  # the code closed it: the exit report says the same, later
     __import__("os")._exit(status)
 
 
@@ -283,7 +290,12 @@ def _saferun_zygote():
         data = f.read()
     os.dup2(fds[1], 0)
     os.close(fds[1])
-    ctl.close()
+    # Out of the code's way, for the status at the end.
+    import fcntl, resource
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1
+    done = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0,
+                         fileno=fcntl.fcntl(ctl.detach(), fcntl.F_DUPFD_CLOEXEC, top))
+    os.close(3)
     at = code_len + env_len
     os.environ.clear()
     for kv in data[code_len:at].split(b"\0"):
@@ -304,13 +316,16 @@ def _saferun_zygote():
             os.makedirs(os.path.dirname(name), exist_ok=True)
         with open(name, "xb") as f:
             f.write(content)
-    import importlib
-    importlib.invalidate_caches()
+    # The working dir's finder (if the zygote made one) lists a dir that
+    # is gone: the run's files must be importable.
+    for key in [k for k in sys.path_importer_cache if k == os.getcwd()
+                or k.startswith(os.getcwd() + "/")]:
+        del sys.path_importer_cache[key]
     # Fresh randomness: the zygote's generators were seeded once for all.
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed()
-    return guard
+    return guard, done
 
 
 def _install_guard(spec):

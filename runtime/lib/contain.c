@@ -136,6 +136,8 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 		sr_child_fail(c, errno, "start python");
 	if (py == 0) {
 		if (!c->argv) {
+			/* No exec to close it: the report pipe is init's alone. */
+			close(c->report_fd);
 			syscall(SYS_prctl, PR_SET_NAME, "python3", 0, 0, 0);
 			return 0;
 		}

@@ -717,7 +717,10 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_er
 	int e = errno;
 	close(fds[0]);
 	close(fds[1]);
-	close_fd(&x->ctl); /* python has what it needs */
+	/* Python says "D" and its status on it before it exits (the kernel
+	 * protocol): sr_box_watch ends the run there. */
+	x->b.ctl[0] = x->ctl;
+	x->ctl = -1;
 	return n == (ssize_t)sizeof msg ? 0 : sr_fail(err, e, "send the run to its sandbox");
 }
 
