@@ -269,6 +269,13 @@ def _saferun_zygote():
         os._exit(1)
     os.close(fds[0])
     sys.modules.pop("_saferun_zygote", None)
+    # A fork keeps only the forking thread: a thread a preload started
+    # would be missing (its locks held forever) in every sandbox.
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        ctl.send(b"E" + f"the preload list started {threads - 1} thread(s); a zygote must "
+                 f"be single-threaded (for numpy: OPENBLAS_NUM_THREADS=1)".encode())
+        os._exit(1)
     # What the imports made lives in every sandbox's copy: out of the
     # collector's reach, so collections there do not write to those pages.
     gc.collect()
