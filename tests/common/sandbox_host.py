@@ -21,3 +21,29 @@ def sandbox_processes():
         except OSError:
             pass
     return pids
+
+
+def host_leftovers():
+    """What a run could leave on the host besides cgroups and processes:
+    mounts, and entries in /tmp, /run and /dev/shm. Those dirs are shared
+    with other programs on the machine, so only entries a sandbox could
+    have made count there: saferun's names (sr-...) or the sandbox uid
+    range. Compare a snapshot taken before with one taken after."""
+    def ours(d):
+        found = []
+        for e in os.listdir(d) if os.path.isdir(d) else []:
+            try:
+                st = os.lstat(os.path.join(d, e))
+            except FileNotFoundError:
+                continue
+            if e.startswith("sr-") or st.st_uid >= HOST_ID_BASE:
+                found.append(e)
+        return sorted(found)
+    with open("/proc/self/mountinfo") as f:
+        mounts = f.read()
+    return {
+        "mounts": mounts,
+        "tmp": ours("/tmp"),
+        "run": ours("/run"),
+        "dev_shm": ours("/dev/shm"),
+    }

@@ -2,10 +2,14 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 from conftest import SAFERUN, leftover_groups, saferun
+from sandbox_host import host_leftovers
+
+POLICIES = os.path.join(os.path.dirname(__file__), "..", "..", "policies")
 
 
 def test_output_and_traceback_look_like_python(tmp_path):
@@ -89,52 +93,78 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("args,message", BAD)
-def test_bad_input_is_one_line_exit_2_and_leaves_nothing(args, message):
-    p = saferun(*args)
+def left_behind(groups_before, host_before, grace=5.0):
+    """Cgroups and host entries (host_leftovers) that appeared since the
+    snapshots and stay. Other saferun runs on the machine (a concurrent test
+    run) have groups and mounts of their own for a while: a group with
+    processes in it is theirs, and anything else they made goes within the
+    grace period. What a refused run left stays: it is reported."""
+    deadline = time.monotonic() + grace
+    while True:
+        groups = sorted(g for g in set(leftover_groups()) - groups_before
+                        if os.path.isdir(g) and not open(f"{g}/cgroup.procs").read())
+        host = {k: v for k, v in host_leftovers().items() if v != host_before[k]}
+        if (not groups and not host) or time.monotonic() > deadline:
+            return groups, host
+        time.sleep(0.1)
+
+
+def refused(run, message):
+    """Bad input: exit 2, nothing on stdout, one line on stderr that holds
+    message, and nothing left behind (no cgroup, mount, temp dir or file).
+    run() starts saferun and returns its CompletedProcess. Returns the line."""
+    groups_before, host_before = set(leftover_groups()), host_leftovers()
+    p = run()
     err = p.stderr.decode()
     assert p.returncode == 2, err
-    assert len(err.splitlines()) == 1 and message in err, err
     assert p.stdout == b""
-    assert leftover_groups() == []
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith("\n"), err
+    assert lines[0].startswith("saferun: ") and message in lines[0], err
+    assert left_behind(groups_before, host_before) == ([], {})
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,message", BAD)
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(args, message):
+    refused(lambda: saferun(*args), message)
 
 
 def test_bad_policy_names_the_field(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"limits": {"memory": "512X"}}')
-    p = saferun("run", "--policy", str(bad), "-c", "pass")
-    assert p.returncode == 2
-    assert "policy.limits.memory" in p.stderr.decode() and "512X" in p.stderr.decode()
+    line = refused(lambda: saferun("run", "--policy", str(bad), "-c", "pass"),
+                   "policy.limits.memory")
+    assert line == (f'saferun: {bad}: policy.limits.memory: "512X" is not a size '
+                    "(use 512M, 1G, or bytes)")
 
 
 def test_code_that_is_not_utf8_is_refused(tmp_path):
     script = tmp_path / "latin1.py"
     script.write_bytes(b"print('caf\xe9')\n")
-    p = saferun("run", "--profile", "host", str(script))
-    assert p.returncode == 2
-    assert "not valid UTF-8" in p.stderr.decode()
+    refused(lambda: saferun("run", "--profile", "host", str(script)), "not valid UTF-8")
 
 
 def test_script_over_the_size_cap_is_refused(tmp_path):
     script = tmp_path / "huge.py"
     script.write_bytes(b"#" * (5 << 20))
-    p = saferun("run", "--profile", "host", str(script))
-    assert p.returncode == 2
-    assert "cap" in p.stderr.decode()
+    line = refused(lambda: saferun("run", "--profile", "host", str(script)), "cap")
+    assert line.startswith(f"saferun: script {script} is over the ") and \
+        line.endswith(" byte cap"), line
 
 
 def test_unreadable_rootfs_is_refused(tmp_path):
     (tmp_path / "broken").mkdir()
-    p = saferun("run", "--rootfs-dir", str(tmp_path), "--profile", "broken", "-c", "pass")
-    assert p.returncode == 2
-    assert "has no usable /usr/bin/python3" in p.stderr.decode()
+    refused(lambda: saferun("run", "--rootfs-dir", str(tmp_path), "--profile", "broken",
+                            "-c", "pass"),
+            "has no usable /usr/bin/python3")
 
 
 def test_without_root_it_refuses():
-    p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-                        SAFERUN, "run", "--profile", "host", "-c", "pass"], capture_output=True)
-    assert p.returncode == 2
-    assert "must run as root" in p.stderr.decode()
+    refused(lambda: subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+         SAFERUN, "run", "--profile", "host", "-c", "pass"], capture_output=True),
+        "must run as root")
 
 
 def test_without_user_namespaces_it_refuses():
@@ -144,14 +174,63 @@ def test_without_user_namespaces_it_refuses():
             ["sh", "-c", f"echo {old.strip()} > {knob}"]).returncode != 0:
         pytest.skip(f"{knob} is read-only here (the machine's own sandbox), so user "
                     "namespaces cannot be switched off for the test")
-    try:
-        open(knob, "w").write("0")
-        p = saferun("run", "--profile", "host", "-c", "pass")
-    finally:
-        open(knob, "w").write(old)
-    assert p.returncode == 2
-    assert "user namespaces are disabled" in p.stderr.decode()
-    assert leftover_groups() == []
+
+    def without_userns():
+        try:
+            open(knob, "w").write("0")
+            return saferun("run", "--profile", "host", "-c", "pass")
+        finally:
+            open(knob, "w").write(old)
+    refused(without_userns, "user namespaces are disabled")
+
+
+def test_policy_check_accepts_a_valid_file_and_prints_the_effective_policy():
+    path = os.path.join(os.path.dirname(__file__), "policies", "swap256m.json")
+    p = saferun("policy", "check", path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == b""
+    first, rest = p.stdout.decode().split("\n", 1)
+    assert first == f"ok: {path}"
+    effective = json.loads(rest)
+    assert effective["limits"]["swap"] == 256 << 20  # from the file
+    assert effective["limits"]["memory"] == 512 << 20  # the default, filled in
+    shipped = os.path.join(POLICIES, "default.json")
+    p = saferun("policy", "check", shipped)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().startswith(f"ok: {shipped}\n")
+
+
+@pytest.mark.parametrize("doc,line", [
+    # unknown key: the list of known keys goes on (it grows with the policy)
+    ('{"limits": {"foo": 1}}',
+     "policy.limits.foo: unknown key (known: wall_time, cpus, memory, swap, pids, tmpfs, ..."),
+    # wrong type
+    ('{"limits": []}', "policy.limits: expected an object, got []"),
+    ('{"environment": {"A": 1}}', "policy.environment.A: expected a string, got 1"),
+    ('{"limits": {"pids": "many"}}', 'policy.limits.pids: "many" is not a whole number'),
+])
+def test_policy_check_names_the_json_path_of_a_bad_value(tmp_path, doc, line):
+    path = tmp_path / "p.json"
+    path.write_text(doc)
+    expected = f"saferun: {path}: {line}"
+    got = refused(lambda: saferun("policy", "check", str(path)), line.removesuffix("..."))
+    if expected.endswith("..."):
+        assert got.startswith(expected[:-3]) and got.endswith(")"), got
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize("args", [["policy", "check"], ["policy", "lint", "x.json"],
+                                  ["policy", "check", "a.json", "b.json"]])
+def test_policy_check_usage(args):
+    assert refused(lambda: saferun(*args), "usage") == \
+        "saferun: usage: saferun policy check FILE"
+
+
+def test_policy_check_of_a_missing_file(tmp_path):
+    path = tmp_path / "nope.json"
+    assert refused(lambda: saferun("policy", "check", str(path)), "nope.json") == \
+        f"saferun: open policy {path}: No such file or directory"
 
 
 def test_output_that_is_not_utf8_stays_valid_json():
