@@ -52,6 +52,9 @@ int srd_run_refused(const sr_error *err, srd_ferr *e)
 	case EINVAL: return srd_fail(e, 400, NULL, "%s", err->msg);
 	case EILSEQ: return srd_fail(e, 400, "code", "%s", err->msg);
 	case EFBIG: return srd_fail(e, 413, NULL, "%s", err->msg);
+	case EAGAIN: /* a warm policy with fallback "error", its zygote down */
+		e->retry_after = 1;
+		return srd_fail(e, 503, NULL, "%s", err->msg);
 	default: return srd_fail(e, 500, NULL, "the sandbox could not be set up: %s", err->msg);
 	}
 }

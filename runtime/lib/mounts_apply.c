@@ -180,50 +180,24 @@ int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, 
 #undef SYS
 }
 
-/* A fresh writable tmpfs, not attached anywhere yet (the new mount API):
- * its dirs are moved onto their mount points one by one, so nothing of it
- * is reachable but those dirs. */
-static int detached_tmpfs(uint64_t bytes, int *mfd)
+/* Dir `name` of the fresh tmpfs (staged at /proc), owned by the sandbox
+ * user, replaces whatever is mounted at dst. */
+static int bind_dir(const char *name, mode_t mode, const sr_renew_spec *s, const char *dst)
 {
-	char size[32];
-	snprintf(size, sizeof size, "%llu", (unsigned long long)bytes);
-	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), rc = 0;
-	if (fs < 0)
-		return -errno;
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "755", 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-	    (*mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
-		rc = -errno;
-	close(fs);
-	return rc;
-}
-
-/* Dir `name` of the detached tmpfs, owned by the sandbox user, replaces
- * whatever is mounted at dst. */
-static int move_dir(int mfd, const char *name, mode_t mode, const sr_renew_spec *s, const char *dst)
-{
-	if (mkdirat(mfd, name, mode) < 0 || fchmodat(mfd, name, mode, 0) < 0 ||
-	    fchownat(mfd, name, s->uid, s->gid, 0) < 0)
-		return -errno;
-	int t = open_tree(mfd, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (t < 0)
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "/proc/%s", name);
+	if (mkdir(path, mode) < 0 || chmod(path, mode) < 0 || chown(path, s->uid, s->gid) < 0)
 		return -errno;
 	/* The zygote's own mount goes (its tmpfs stays its own). */
-	if (umount2(dst, MNT_DETACH) < 0 && errno != EINVAL) {
-		int e = errno;
-		close(t);
-		return -e;
-	}
-	int rc = move_mount(t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
-	close(t);
-	return rc;
+	if (umount2(dst, MNT_DETACH) < 0 && errno != EINVAL)
+		return -errno;
+	return mount(path, dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
 }
 
 int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 {
 	char path[PATH_MAX];
-	int rc, mfd = -1;
+	int rc;
 #define STEP(call, ...)                                         \
 	do {                                                    \
 		if ((rc = (call)) < 0) {                        \
@@ -231,14 +205,21 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 			goto out;                               \
 		}                                               \
 	} while (0)
-	STEP(detached_tmpfs(s->tmpfs_bytes, &mfd), "create the writable tmpfs");
+	/* Staged over the zygote's /proc (a dir that exists in every root and
+	 * is replaced below anyway), its dirs bound into place, then detached:
+	 * nothing of it is reachable but those dirs. */
+	snprintf(path, sizeof path, "size=%llu,mode=755", (unsigned long long)s->tmpfs_bytes);
+	STEP(mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV, path) < 0 ? -errno : 0,
+	     "mount the writable tmpfs");
 	for (size_t i = 0; i < s->n_writable; i++) {
 		const char *w = s->writable[i];
-		snprintf(path, sizeof path, "%zu", i);
-		STEP(move_dir(mfd, path, strcmp(w, s->workdir) == 0 ? 0755 : 01777, s, w),
+		char name[32];
+		snprintf(name, sizeof name, "%zu", i);
+		STEP(bind_dir(name, strcmp(w, s->workdir) == 0 ? 0755 : 01777, s, w),
 		     "mount a fresh %s", w);
 	}
-	STEP(move_dir(mfd, "shm", 01777, s, "/dev/shm"), "mount a fresh /dev/shm");
+	STEP(bind_dir("shm", 01777, s, "/dev/shm"), "mount a fresh /dev/shm");
+	STEP(umount2("/proc", MNT_DETACH) < 0 ? -errno : 0, "detach the staged tmpfs");
 	/* Over the zygote's /proc: the kernel lets a user namespace mount a
 	 * proc only where one is already fully visible, and the new one shows
 	 * this pid namespace. Then the same masks as a cold sandbox's. */
@@ -263,8 +244,6 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 	STEP(chdir(s->workdir) < 0 ? -errno : 0, "chdir to %s", s->workdir);
 	rc = 0;
 out:
-	if (mfd >= 0)
-		close(mfd);
 	return rc;
 #undef STEP
 }

@@ -168,16 +168,16 @@ static int await_zygote(sr_warm *w, sr_error *err)
 				return 0;
 			msg[n > 0 ? n : 0] = '\0';
 			if (n > 0 && msg[0] == 'E')
-				return sr_fail(err, ENOEXEC, "the zygote's preload failed: %s",
-					       msg + 1);
+				return sr_refuse(err, ENOEXEC, "the zygote's preload failed: %s",
+						 msg + 1);
 		}
 		if (pf[0].revents & (POLLHUP | POLLERR) || pf[1].revents) {
 			sr_report r;
 			if (read(w->zb.report[0], &r, sizeof r) == (ssize_t)sizeof r &&
 			    r.kind == SR_REPORT_FAILED)
 				return sr_fail(err, r.errnum, "the zygote's sandbox: %s", r.what);
-			return sr_fail(err, ECHILD, "the zygote ended while starting%s%s",
-				       tail[0] ? ": " : "", tail);
+			return sr_refuse(err, ECHILD, "the zygote ended while starting%s%s",
+					 tail[0] ? ": " : "", tail);
 		}
 	}
 }
@@ -724,11 +724,27 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_er
 	return n == (ssize_t)sizeof msg ? 0 : sr_fail(err, e, "send the run to its sandbox");
 }
 
+/* Still waiting for its run: its python has not gone (killed, or its
+ * zygote died and took it along). */
+static bool waiting(const wbox *x)
+{
+	struct pollfd pf[2] = { { x->b.pidfd, POLLIN, 0 }, { x->ctl, 0, 0 } };
+	return poll(pf, 2, 0) == 0;
+}
+
 /* A ready sandbox, or one forked now; NULL when the zygote is down. */
 static wbox *take(sr_warm *w, sr_error *err)
 {
 	pthread_mutex_lock(&w->mu);
-	wbox *x = w->n_ready ? w->ready[--w->n_ready] : NULL;
+	wbox *x = NULL;
+	while (!x && w->n_ready) {
+		x = w->ready[--w->n_ready];
+		if (!waiting(x)) {
+			x->next = w->ended; /* the pool thread buries it */
+			w->ended = x;
+			x = NULL;
+		}
+	}
 	bool up = w->z_up;
 	if (x || up)
 		w->busy++;
@@ -737,20 +753,23 @@ static wbox *take(sr_warm *w, sr_error *err)
 	if (x || !up) {
 		if (!x) {
 			pthread_mutex_lock(&w->mu);
-			sr_fail(err, EAGAIN, "the zygote is not running%s%s",
-				w->st.last_error[0] ? ": " : "", w->st.last_error);
+			sr_refuse(err, EAGAIN, "the zygote is not running%s%s",
+				  w->st.last_error[0] ? ": " : "", w->st.last_error);
 			pthread_mutex_unlock(&w->mu);
 		}
 		return x;
 	}
-	if (!(x = spawn(w, err))) {
-		pthread_mutex_lock(&w->mu);
+	x = spawn(w, err);
+	pthread_mutex_lock(&w->mu);
+	if (x) {
+		w->st.spawned++;
+	} else {
 		w->busy--;
 		w->st.spawn_failures++;
 		snprintf(w->st.last_error, sizeof w->st.last_error, "%s", err->msg);
 		pthread_cond_broadcast(&w->cv);
-		pthread_mutex_unlock(&w->mu);
 	}
+	pthread_mutex_unlock(&w->mu);
 	return x;
 }
 
@@ -779,9 +798,20 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 	sr_error inner = { 0 };
 	sr_outcome oc;
 	const sr_limits *lim = &req->policy->limits;
-	int rc = hand_over(x, w, req, &inner);
-	if (rc == 0)
-		rc = sr_box_watch(&x->b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner);
+	if (hand_over(x, w, req, &inner)) {
+		/* Nothing of the run started (its sandbox went, or a memfd
+		 * failed): the run is the cold path's. */
+		pthread_mutex_lock(&w->mu);
+		x->next = w->ended;
+		w->ended = x;
+		w->busy--;
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		res->warm = false;
+		sr_box_init_result(res, req->policy);
+		return cold(w, req, res, inner.msg, err);
+	}
+	int rc = sr_box_watch(&x->b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner);
 	if (rc) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
