@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checker_names_table.h"
 #include "checker_nfkc.h"
 
 #define MAXLEVEL  200 /* nesting of brackets and f-strings, as CPython */
@@ -196,6 +197,33 @@ static long hex_digits(const char *s, size_t left, size_t n)
 	return v;
 }
 
+/* The ASCII character named by \N{name} (name[0..n)), compared without
+ * case as Python does; -1 for any other name (a non-ASCII character, or
+ * none: Python would reject it). */
+static int ascii_named(const char *name, size_t n)
+{
+	size_t lo = 0, hi = sizeof sr_name_table / sizeof *sr_name_table;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2, i = 0;
+		const char *e = sr_name_table[mid].name;
+		int d = 0;
+		for (; i < n && e[i]; i++) {
+			char c = name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 32) : name[i];
+			if ((d = (unsigned char)c - (unsigned char)e[i]) != 0)
+				break;
+		}
+		if (!d)
+			d = i < n ? 1 : e[i] ? -1 : 0;
+		if (!d)
+			return sr_name_table[mid].ch;
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
 /* One escape after a backslash at s[0] (s[1] is the escaped char).
  * Writes its value to o; returns the source bytes used, and the bytes
  * written in *w. A sequence it cannot decode is copied as it is. */
@@ -235,8 +263,16 @@ static size_t escape(const char *s, size_t left, int bytes, char *o, size_t *w, 
 			*w = put_utf8((unsigned)v, o);
 		return 2 + digits;
 	}
+	if (!bytes && c == 'N' && left > 3 && s[2] == '{') {
+		const char *close = memchr(s + 3, '}', left - 3 < 128 ? left - 3 : 128);
+		int ch = close ? ascii_named(s + 3, (size_t)(close - s - 3)) : -1;
+		if (ch >= 0) {
+			o[(*w)++] = (char)ch;
+			return (size_t)(close - s) + 1;
+		}
+	}
 	if (!bytes && c == 'N')
-		*opaque = 1; /* a character name: needs the Unicode name table */
+		*opaque = 1; /* the name of a non-ASCII character (or of none) */
 	else if (digits)
 		*opaque = 1; /* Python rejects a truncated escape */
 	o[0] = '\\';

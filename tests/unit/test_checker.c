@@ -73,6 +73,28 @@ static void test_tokenizer_nfkc(void)
 	CHECK_STR(got, "N:eval N:eval N:file N:sys N:IX N:café NL: END:");
 }
 
+/* \N{...} names of ASCII characters are decoded (without case, with
+ * Unicode's aliases); others leave the string opaque. */
+static void test_tokenizer_named_escapes(void)
+{
+	char got[2048];
+	tokens("'\\N{SOLIDUS}etc\\N{solidus}passwd' '\\N{LATIN SMALL LETTER O}s\\N{LF}' "
+	       "f'\\N{FULL STOP}{x}' b'\\N{SOLIDUS}'\n",
+	       got, sizeof got);
+	CHECK_STR(got,
+		  "S:/etc/passwd S:os\n FS:f' FM:. OP:{ N:x OP:} FE:' S:\\N{SOLIDUS} NL: END:");
+	sr_arena a;
+	sr_tokens t;
+	sr_tok_error e = { 0 };
+	const char *src = "'\\N{SOLIDUS}x' '/etc/\\N{GREEK SMALL LETTER ALPHA}' '\\N{NO SUCH}'\n";
+	sr_arena_init_heap(&a, 1 << 20);
+	CHECK_INT(sr_tokenize(src, strlen(src), &a, &t, &e), 0);
+	CHECK(!(t.v[0].flags & SR_TF_OPAQUE));
+	CHECK(t.v[1].flags & SR_TF_OPAQUE);
+	CHECK(t.v[2].flags & SR_TF_OPAQUE);
+	sr_arena_free(&a);
+}
+
 static void test_tokenizer_errors(void)
 {
 	char got[512], deep[512];
@@ -323,6 +345,7 @@ int main(void)
 	test_tokenizer_strings();
 	test_tokenizer_lines();
 	test_tokenizer_nfkc();
+	test_tokenizer_named_escapes();
 	test_tokenizer_errors();
 	test_confined_child();
 	test_check_confined_matches_in_process();
