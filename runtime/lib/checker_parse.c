@@ -214,8 +214,8 @@ static sr_binding *bind(parser *ps, uint32_t tok, uint32_t scope, uint8_t kind)
 	return b;
 }
 
-static void bind_value(parser *ps, uint32_t tok, uint32_t scope, uint32_t vs, uint32_t ve,
-		       uint32_t elem, uint32_t eval_scope)
+static sr_binding *bind_value(parser *ps, uint32_t tok, uint32_t scope, uint32_t vs, uint32_t ve,
+			      uint32_t elem, uint32_t eval_scope)
 {
 	sr_binding *b = bind(ps, tok, scope, SR_B_VALUE);
 	if (b) {
@@ -224,6 +224,7 @@ static void bind_value(parser *ps, uint32_t tok, uint32_t scope, uint32_t vs, ui
 		b->elem = elem;
 		b->eval_scope = eval_scope;
 	}
+	return b;
 }
 
 /* ---- expressions ------------------------------------------------------------------ */
@@ -253,7 +254,10 @@ static void params(parser *ps, uint32_t a, uint32_t b, uint32_t fscope, uint32_t
 				expr(ps, colon + 1, eq, outer);
 			if (eq < e) {
 				expr(ps, eq + 1, e, outer);
-				bind_value(ps, k, fscope, eq + 1, e, SR_NO_MATCH, outer);
+				sr_binding *d =
+				    bind_value(ps, k, fscope, eq + 1, e, SR_NO_MATCH, outer);
+				if (d)
+					d->param = 1; /* its value is only the default */
 			} else {
 				bind(ps, k, fscope, SR_B_OPAQUE);
 			}
@@ -761,9 +765,10 @@ static uint32_t statement(parser *ps, uint32_t i)
 		import_stmt(ps, i, end);
 	else if (sr_tok_kw(t, "from"))
 		from_stmt(ps, i, end);
-	else if (sr_tok_kw(t, "global") || sr_tok_kw(t, "nonlocal"))
+	else if (sr_tok_kw(t, "global") || sr_tok_kw(t, "nonlocal")) {
+		ps->p->has_nonlocal |= t->text[0] == 'n';
 		names_stmt(ps, i, end, SR_B_GLOBAL);
-	else if (sr_tok_kw(t, "del"))
+	} else if (sr_tok_kw(t, "del"))
 		names_stmt(ps, i, end, SR_B_DEL);
 	else
 		simple_stmt(ps, i, end);

@@ -37,6 +37,7 @@ typedef struct sr_binding {
 	uint32_t next; /* the next binding of this name in this scope */
 	uint8_t kind;
 	uint8_t conditional; /* inside an if/for/while/try/with/function body */
+	uint8_t param;       /* SR_B_VALUE: a parameter and its default */
 } sr_binding;
 
 typedef struct sr_scope {
@@ -53,6 +54,7 @@ typedef struct sr_program {
 	uint32_t n_binds, cap_binds;
 	uint32_t *table; /* (scope, name) -> first binding, open addressing */
 	uint32_t table_cap;
+	uint8_t has_nonlocal; /* a nonlocal statement somewhere */
 	sr_arena *arena;
 } sr_program;
 

@@ -302,49 +302,266 @@ static size_t append(char *buf, size_t cap, size_t n, const char *s, size_t len)
 	return n + k;
 }
 
-/* An f-string's literal head; *complete when it has no field. */
-static uint32_t fstring_head(const sr_program *p, uint32_t j, char *buf, size_t cap, size_t *n,
-			     int *complete)
+/* Folding follows names bound to string constants: `PATH = "/etc/passwd"`
+ * makes `open(PATH)` a call with a known path. Conservatively: every
+ * binding of the name in the scope that binds it must be a plain
+ * assignment (or walrus, or an element of a literal tuple or loop list)
+ * whose value folds to the same string; a parameter, an import, a loop
+ * over anything else, an augmented assignment, `del`, `nonlocal` or any
+ * other binding makes the value unknown, as does a module-level name that
+ * a star import could provide and a class-level one bound conditionally. */
+#define STR_DEPTH  4  /* names through names */
+#define STR_BINDS  32 /* bindings of one name looked at */
+#define STR_BUDGET 64 /* names looked up per folded expression */
+#define STR_CAP    512
+#define STR_STEPS  4096 /* tokens of names' values folded per expression */
+#define STR_NESTED 512  /* scopes searched for a nonlocal declaration */
+
+typedef struct sfold {
+	const sr_program *p;
+	uint32_t budget, steps;
+} sfold;
+
+/* One more token of a name's value (depth > 0): 0 when over budget. */
+static int step(sfold *f, int depth)
+{
+	if (depth == 0)
+		return 1;
+	if (!f->steps)
+		return 0;
+	f->steps--;
+	return 1;
+}
+
+static int fold(sfold *f, uint32_t a, uint32_t b, char *buf, size_t cap, size_t *n, int depth);
+
+static int value_name(const sr_token *t)
+{
+	return t->type == SR_T_NAME && !sr_tok_is_keyword(t);
+}
+
+/* The binding at tok comes from `nonlocal`: its statement starts with it. */
+static int is_nonlocal(const sr_program *p, uint32_t tok)
 {
 	const sr_token *t = p->toks.v;
+	while (tok > 0 && (value_name(&t[tok - 1]) || sr_tok_op(&t[tok - 1], ",")))
+		tok--;
+	return tok > 0 && sr_tok_kw(&t[tok - 1], "nonlocal");
+}
+
+/* A function nested in scope s declares `nonlocal name` (and may rebind
+ * it). Nested scopes come after s; looking at more than STR_NESTED of them
+ * gives up, which counts as yes. */
+static int nonlocal_below(const sr_program *p, uint32_t s, const char *name)
+{
+	if (!p->has_nonlocal || p->scopes[s].kind != SR_S_FUNCTION)
+		return 0;
+	for (uint32_t k = s + 1; k < p->n_scopes; k++) {
+		if (k - s > STR_NESTED)
+			return 1;
+		uint32_t up = k;
+		for (int d = 0; up > s && d < 128; d++)
+			up = p->scopes[up].parent;
+		if (up != s)
+			continue;
+		for (uint32_t b = sr_parse_lookup(p, k, name); b != SR_NO_MATCH;
+		     b = p->binds[b].next)
+			if (p->binds[b].kind == SR_B_GLOBAL && is_nonlocal(p, p->binds[b].tok))
+				return 1;
+	}
+	return 0;
+}
+
+/* Narrow the value [*a, *b) to its element k (a tuple or list literal, or
+ * a bare tuple). */
+static int element(const sr_program *p, uint32_t *a, uint32_t *b, uint32_t k)
+{
+	const sr_token *t = p->toks.v;
+	strip_parens(p, a, b);
+	if (*a < *b && (sr_tok_op(&t[*a], "[") || sr_tok_op(&t[*a], "(")) &&
+	    t[*a].match == *b - 1) {
+		(*a)++;
+		(*b)--;
+	}
+	for (uint32_t i = 0; i < k && *a < *b; i++)
+		*a = find_op(p, *a, *b, ",") + 1;
+	if (*a >= *b)
+		return -1;
+	*b = find_op(p, *a, *b, ",");
+	return 0;
+}
+
+/* The string the name at token j holds (appended to buf): 1 when whole,
+ * 0 when only a prefix is known, -1 when it is not a known string. */
+static int name_string(sfold *f, uint32_t j, char *buf, size_t cap, size_t *n, int depth)
+{
+	const sr_program *p = f->p;
+	const char *name = p->toks.v[j].text;
+	if (depth >= STR_DEPTH || !f->budget)
+		return -1;
+	f->budget--;
+	/* The scope that binds it, found as resolve_name finds it. */
+	uint32_t s = p->toks.v[j].scope, at = j, b;
+	int skip_class = 0, via_comp = 0;
+	for (;;) {
+		const sr_scope *sc = &p->scopes[s];
+		b = skip_class && sc->kind == SR_S_CLASS ? SR_NO_MATCH
+							 : sr_parse_lookup(p, s, name);
+		if (b != SR_NO_MATCH && via_comp && sc->kind == SR_S_CLASS)
+			return -1; /* which one a comprehension in a class body sees varies */
+		if (b != SR_NO_MATCH)
+			break;
+		if (s == 0)
+			return -1; /* a builtin, or from a star import */
+		skip_class |= sc->kind == SR_S_FUNCTION;
+		via_comp |= sc->kind == SR_S_COMPREHENSION;
+		s = sc->parent;
+		at = UINT32_MAX;
+	}
+	if (nonlocal_below(p, s, name))
+		return -1;
+	char val[STR_CAP], cur[STR_CAP];
+	size_t vn = 0;
+	int vr = -2, definite = 0, count = 0;
+	for (; b != SR_NO_MATCH; b = p->binds[b].next) {
+		const sr_binding *bd = &p->binds[b];
+		if (++count > STR_BINDS)
+			return -1;
+		if (bd->kind == SR_B_GLOBAL && s == 0)
+			continue;
+		if (bd->kind == SR_B_GLOBAL) { /* global name: the module's bindings */
+			s = 0;
+			at = UINT32_MAX;
+			b = sr_parse_lookup(p, 0, name);
+			if (b == SR_NO_MATCH)
+				return -1;
+			bd = &p->binds[b];
+			if (bd->kind == SR_B_GLOBAL)
+				continue;
+		}
+		if (bd->kind != SR_B_VALUE || bd->param)
+			return -1;
+		uint32_t va = bd->vstart, ve = bd->vend;
+		if (bd->elem != SR_NO_MATCH && element(p, &va, &ve, bd->elem) < 0)
+			return -1;
+		size_t cn = 0;
+		cur[0] = '\0';
+		int r = fold(f, va, ve, cur, sizeof cur, &cn, depth + 1);
+		if (r < 0)
+			return -1;
+		if (vr == -2) {
+			memcpy(val, cur, cn + 1);
+			vn = cn;
+			vr = r;
+		} else if (r != vr || cn != vn || memcmp(cur, val, cn) != 0) {
+			return -1;
+		}
+		definite |= !bd->conditional && bd->tok < at;
+	}
+	if (vr == -2)
+		return -1;
+	if (!definite && (p->scopes[s].kind == SR_S_CLASS ||
+			  (s == 0 && sr_parse_lookup(p, 0, NULL) != SR_NO_MATCH)))
+		return -1;
+	*n = append(buf, cap, *n, val, vn);
+	return vr;
+}
+
+/* A name used as a whole string operand: nothing but +, % or .format
+ * after it (a call, subscript or other attribute makes it something else). */
+static int operand_name(const sr_program *p, uint32_t j, uint32_t b)
+{
+	const sr_token *t = p->toks.v;
+	return value_name(&t[j]) &&
+	       (j + 1 >= b || sr_tok_op(&t[j + 1], "+") || sr_tok_op(&t[j + 1], "%") ||
+		(sr_tok_op(&t[j + 1], ".") && j + 2 < b && sr_tok_streq(&t[j + 2], "format")));
+}
+
+/* An f-string's literal parts, and fields that are a bare name holding a
+ * known string; *complete when nothing else is in it. */
+static uint32_t fstring(sfold *f, uint32_t j, char *buf, size_t cap, size_t *n, int *complete,
+			int depth)
+{
+	const sr_token *t = f->p->toks.v;
 	uint32_t end = t[j].match == SR_NO_MATCH ? j + 1 : t[j].match;
-	for (j++; j < end && t[j].type == SR_T_FMIDDLE; j++)
-		*n = append(buf, cap, *n, t[j].text, t[j].text_len);
-	*complete = j == end;
+	*complete = 0;
+	for (j++; j < end;) {
+		if (!step(f, depth))
+			return end + 1;
+		if (t[j].type == SR_T_FMIDDLE) {
+			*n = append(buf, cap, *n, t[j].text, t[j].text_len);
+			j++;
+		} else if (sr_tok_op(&t[j], "{") && j + 2 < end && value_name(&t[j + 1]) &&
+			   sr_tok_op(&t[j + 2], "}")) {
+			if (name_string(f, j + 1, buf, cap, n, depth) != 1)
+				return end + 1;
+			j += 3;
+		} else {
+			return end + 1;
+		}
+	}
+	*complete = 1;
 	return end + 1;
 }
 
-int sr_fold_string(const sr_program *p, uint32_t a, uint32_t b, char *buf, size_t cap)
+static int fold(sfold *f, uint32_t a, uint32_t b, char *buf, size_t cap, size_t *n, int depth)
 {
+	const sr_program *p = f->p;
 	const sr_token *t = p->toks.v;
-	size_t n = 0;
-	buf[0] = '\0';
 	strip_parens(p, &a, &b);
-	if (a >= b || (t[a].type != SR_T_STRING && t[a].type != SR_T_FSTART))
+	if (a >= b)
 		return -1;
 	for (uint32_t j = a; j < b;) {
+		int first = j == a;
+		if (!step(f, depth))
+			return first ? -1 : 0;
 		if (t[j].type == SR_T_STRING && !(t[j].flags & SR_TF_OPAQUE)) {
-			n = append(buf, cap, n, t[j].text, t[j].text_len);
+			*n = append(buf, cap, *n, t[j].text, t[j].text_len);
 			j++;
+		} else if (t[j].type == SR_T_STRING) {
+			/* an escape left undecoded (\N{...}): what precedes it is known */
+			const char *bs = memchr(t[j].text, '\\', t[j].text_len);
+			*n = append(buf, cap, *n, t[j].text,
+				    bs ? (size_t)(bs - t[j].text) : t[j].text_len);
+			return 0;
 		} else if (t[j].type == SR_T_FSTART) {
 			int complete;
-			j = fstring_head(p, j, buf, cap, &n, &complete);
+			j = fstring(f, j, buf, cap, n, &complete, depth);
 			if (!complete)
 				return 0;
-		} else if (t[j].type == SR_T_STRING || sr_tok_op(&t[j], "%")) {
-			return 0; /* an undecoded escape; or "head %s" % x */
+		} else if (value_name(&t[j]) && (first || sr_tok_op(&t[j - 1], "+"))) {
+			int r = operand_name(p, j, b) ? name_string(f, j, buf, cap, n, depth) : -1;
+			if (r < 0)
+				return first ? -1 : 0;
+			if (r == 0)
+				return 0;
+			j++;
+		} else if (first) {
+			return -1;
+		} else if (sr_tok_op(&t[j], "%")) {
+			return 0; /* "head %s" % x */
 		} else if (sr_tok_op(&t[j], "+") && j + 1 < b &&
-			   (t[j + 1].type == SR_T_STRING || t[j + 1].type == SR_T_FSTART)) {
+			   (t[j + 1].type == SR_T_STRING || t[j + 1].type == SR_T_FSTART ||
+			    value_name(&t[j + 1]))) {
 			j++;
 		} else if (sr_tok_op(&t[j], ".") && j + 1 < b &&
 			   sr_tok_streq(&t[j + 1], "format")) {
 			buf[strcspn(buf, "{")] = '\0';
+			*n = strlen(buf);
 			return 0;
 		} else {
 			return sr_tok_op(&t[j], "+") ? 0 : -1;
 		}
 	}
-	return n < cap - 1 ? 1 : 0;
+	return *n < cap - 1 ? 1 : 0;
+}
+
+int sr_fold_string(const sr_program *p, uint32_t a, uint32_t b, char *buf, size_t cap)
+{
+	sfold f = { p, STR_BUDGET, STR_STEPS };
+	size_t n = 0;
+	buf[0] = '\0';
+	return fold(&f, a, b, buf, cap, &n, 0);
 }
 
 /* ---- calls -------------------------------------------------------------------- */

@@ -191,11 +191,21 @@ static void check_paths(scan *s, const char *api, uint32_t open)
 		    known >= 0 ? sr_path_problem(path, known == 1, s->cfg, &rule) : NULL;
 		if (!why)
 			continue;
+		bool named = false; /* the path came through a variable */
+		for (uint32_t j = a; j < b && !named; j++)
+			named = tok(s, j)->type == SR_T_NAME && !sr_tok_is_keyword(tok(s, j));
+		char arg[64], head[200];
+		if (named) {
+			source(s, a, b - 1, arg, sizeof arg);
+			snprintf(head, sizeof head, "`%s(%s)`: the path '%.100s%s'", api, arg, path,
+				 known ? "" : "...");
+		} else {
+			snprintf(head, sizeof head, "`%s('%.100s%s')`: the path", api, path,
+				 known ? "" : "...");
+		}
 		snprintf(what, sizeof what,
-			 "`%s('%.100s%s')`: the path %s; this sandbox's code may use files under "
-			 "%.60s%s%.60s;",
-			 api, path, known ? "" : "...", why, s->cfg->dirs[0],
-			 s->cfg->n_dirs > 1 ? " and " : "",
+			 "%s %s; this sandbox's code may use files under %.60s%s%.60s;", head, why,
+			 s->cfg->dirs[0], s->cfg->n_dirs > 1 ? " and " : "",
 			 s->cfg->n_dirs > 1 ? s->cfg->dirs[1] : "");
 		flag(s, rule, api, a, what);
 	}

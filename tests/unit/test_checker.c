@@ -95,6 +95,28 @@ static void test_tokenizer_named_escapes(void)
 	sr_arena_free(&a);
 }
 
+/* A path held in a variable: the finding names the call as written and
+ * the path it gets. */
+static void test_path_through_a_variable(void)
+{
+	const char *code = "import os\nd = '/etc'\nos.listdir(d)\nopen('/proc/x')\n";
+	sr_check_result r;
+	sr_error err = { 0 };
+	sr_check_request req = { .code = code, .code_size = strlen(code), .in_process = true };
+	CHECK_INT(sr_check(&req, &r, &err), 0);
+	CHECK_INT(r.n_findings, 2);
+	if (r.n_findings == 2) {
+		CHECK_INT(r.findings[0].line, 3);
+		const char *want[] = {
+			"`os.listdir(d)`: the path '/etc' is a system path the code must not use;",
+			"`open('/proc/x')`: the path is a system path the code must not use;",
+		};
+		for (int i = 0; i < 2; i++)
+			CHECK(!strncmp(r.findings[i].message, want[i], strlen(want[i])));
+	}
+	sr_check_result_free(&r);
+}
+
 static void test_tokenizer_errors(void)
 {
 	char got[512], deep[512];
@@ -347,6 +369,7 @@ int main(void)
 	test_tokenizer_nfkc();
 	test_tokenizer_named_escapes();
 	test_tokenizer_errors();
+	test_path_through_a_variable();
 	test_confined_child();
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
