@@ -2,6 +2,8 @@
 refusing code before anything is built."""
 import json
 
+import pytest
+
 from conftest import leftover_groups, saferun
 
 UNSAFE = "import os\nprint('ran')\nos.system('id')\nx = eval('1 + 1')\n"
@@ -177,3 +179,112 @@ def test_runtime_guard_leaves_ordinary_code_alone():
     assert res["status"] == "ok", res
     assert res["stdout"] == "{'a': 1} P(x=1) Pt(a=1, b=2) Linux\n"
     assert 'File "main.py", line 12, in <module>' in res["stderr"]
+
+
+# Run-time guard events beyond the container evasions above: each snippet
+# passes the static pass (checked below), then the guard ends the run at
+# the event, before the line after it prints.
+GUARD_EVENTS = [
+    # os.posix_spawn / posix_spawnp (one audit event, os.posix_spawn)
+    ([], "import os\ntools = {'run': os}\nprint('before')\n"
+         "tools['run'].posix_spawn('/bin/true', ['true'], {})\nprint('after')\n",
+     "blocked os.posix_spawn('/bin/true', ['true']) at main.py line 4 (SR101 process)", "SR101", 4),
+    ([], "import os\ntools = {'run': os}\nprint('before')\n"
+         "tools['run'].posix_spawnp('true', ['true'], {})\nprint('after')\n",
+     "blocked os.posix_spawn('true', ['true']) at main.py line 4 (SR101 process)", "SR101", 4),
+    # subprocess.Popen, reached through a module that imports subprocess
+    # itself (imaplib, allowed by name: allowing a module does not allow
+    # what it re-exports)
+    (["--allow", "imaplib"], "import imaplib\nmods = {'m': imaplib}\nprint('before')\n"
+                             "mods['m'].subprocess.Popen(['true']).wait()\nprint('after')\n",
+     "blocked subprocess.Popen('true', ['true']) at main.py line 4 (SR101 process)", "SR101", 4),
+    # importing a denied module at run time (__import__ by a computed name)
+    ([], "import builtins\nb = {'b': builtins}\nload = getattr(b['b'], ''.join(['__imp', 'ort__']))\n"
+         "print('before')\nload('subprocess')\nprint('after')\n",
+     "blocked import subprocess at main.py line 5 (SR101 process)", "SR101", 5),
+    ([], "import builtins\nb = {'b': builtins}\nload = getattr(b['b'], ''.join(['__imp', 'ort__']))\n"
+         "print('before')\nload('ctypes')\nprint('after')\n",
+     "blocked import ctypes at main.py line 5 (SR102 native)", "SR102", 5),
+    # a computed getattr: the guard has no getattr event (Python raises
+    # none for ordinary attributes); it stops what the lookup reaches
+    ([], "import os\nm = {'o': os}\nname = ''.join(['sys', 'tem'])\nprint('before')\n"
+         "getattr(m['o'], name)('true')\nprint('after')\n",
+     "blocked os.system(b'true') at main.py line 5 (SR101 process)", "SR101", 5),
+]
+
+
+def test_runtime_guard_blocks_spawn_popen_and_denied_imports():
+    for args, code, event, rule, line in GUARD_EVENTS:
+        p = saferun("check", *args, "-", input=code.encode())
+        assert p.returncode == 0, (code, p.stdout)  # the static pass misses it
+        res = run_json(*args, code=code)
+        assert res["status"] == "rejected", (code, res)
+        assert res["message"] == f"rejected: {event}: this sandbox forbids it", (code, res["message"])
+        assert res["_exit"] == 3 and res["exit_code"] == 121
+        assert [(f["rule"], f["line"]) for f in res["findings"]] == [(rule, line)]
+        assert res["stdout"] == "before\n", (code, res["stdout"])
+        assert leftover_groups() == []
+
+
+def sandbox_has(module):
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "-c", f"import {module}")
+    return json.loads(p.stdout)["status"] == "ok"
+
+
+def test_runtime_guard_blocks_ctypes_dlopen_and_dlsym():
+    # ctypes imported by a library (numpy does, for numpy.ctypeslib) is
+    # allowed; loading a library or looking up a symbol from main.py is not.
+    if not sandbox_has("numpy"):
+        pytest.skip("numpy is not installed in the host profile")
+    head = "import numpy\nn = {'np': numpy}\nc = n['np'].ctypeslib.ctypes\nprint('before')\n"
+    cases = [
+        ("c.CDLL(None)\n", "blocked ctypes.dlopen(None) at main.py line 5 (SR102 native)"),
+        ("c.pythonapi.Py_GetVersion\n", "blocked ctypes.dlsym(<PyDLL 'None', handle "),
+    ]
+    for tail, event in cases:
+        code = head + tail + "print('after')\n"
+        assert saferun("check", "-", input=code.encode()).returncode == 0, code
+        res = run_json(code=code)
+        assert res["status"] == "rejected", (code, res)
+        assert res["message"].startswith(f"rejected: {event}"), res["message"]
+        assert res["message"].endswith("at main.py line 5 (SR102 native): this sandbox forbids it")
+        assert [(f["rule"], f["line"]) for f in res["findings"]] == [("SR102", 5)]
+        assert res["stdout"] == "before\n"
+    # the same with the rule allowed runs to the end
+    res = run_json("--allow", "SR102", code=head + "c.CDLL(None)\nprint('after')\n")
+    assert res["status"] == "ok" and res["stdout"] == "before\nafter\n", res
+
+
+# Known gaps of the guard (rootfs/runner.py), kept here so a fix shows up:
+# strict xfails fail once the guard does the right thing; then drop the mark.
+
+@pytest.mark.xfail(strict=True, reason="runner.py: for `import` events the caller walk skips the "
+                   "stdlib packages in `through` (asyncio/, webbrowser.py), so asyncio's own "
+                   "`import subprocess` is blamed on main.py")
+def test_runtime_guard_lets_asyncio_be_imported():
+    code = "import asyncio\nasync def main():\n    return 1\nprint(asyncio.run(main()))\n"
+    assert saferun("check", "-", input=code.encode()).returncode == 0
+    res = run_json(code=code)
+    assert res["status"] == "ok", res["message"]
+
+
+@pytest.mark.xfail(strict=True, reason="runner.py: only frames of main.py count as the code's own, "
+                   "so a module the code writes and imports raises events as a library would")
+def test_runtime_guard_covers_modules_the_code_writes():
+    code = ("with open('helper.py', 'w') as f:\n"
+            "    f.write('import os\\nos.system(\"true\")\\n')\n"
+            "import helper\nprint('after')\n")
+    assert saferun("check", "-", input=code.encode()).returncode == 0
+    res = run_json(code=code)
+    assert res["status"] == "rejected", res
+
+
+@pytest.mark.xfail(strict=True, reason="Python raises the `import` audit event only for import "
+                   "statements and __import__, not for importlib.import_module; runner.py would need "
+                   "a sys.meta_path finder to see those")
+def test_runtime_guard_denies_import_module_of_a_denied_module():
+    code = ("import importlib\nL = {'i': importlib}\nprint('before')\n"
+            "L['i'].import_module('pty')\nprint('after')\n")
+    assert saferun("check", "-", input=code.encode()).returncode == 0
+    res = run_json(code=code)
+    assert res["status"] == "rejected", res
