@@ -77,6 +77,8 @@ def _saferun_main():
             raise
         status = _saferun_exit_status(e)
     else:
+        if mode != "zygote":
+            return  # the interpreter's own shutdown
         status = 0
     # The warm path: what the interpreter's shutdown does that the code can
     # see, then out. Tearing the interpreter down would write to every page
@@ -84,6 +86,17 @@ def _saferun_main():
     if "threading" in sys.modules:
         sys.modules["threading"]._shutdown()
     __import__("atexit")._run_exitfuncs()
+    # Files the code left open (and unflushed) are flushed as the teardown
+    # would: they are among the objects it made, the collector's
+    # generations (the zygote's are frozen out of them).
+    import gc, io
+    for gen in range(3):
+        for obj in gc.get_objects(gen):
+            if isinstance(obj, io.IOBase):
+                try:
+                    obj.flush()
+                except Exception:
+                    pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

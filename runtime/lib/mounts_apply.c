@@ -127,6 +127,17 @@ static int apply_one(const sr_mount_op *op)
 	return -EINVAL;
 }
 
+/* A step of a set-up sequence: on failure, say which in `what` and return
+ * the -errno (the functions below have rc, what and what_size). */
+#define STEP(call, ...)                                         \
+	do {                                                    \
+		if ((rc = (call)) < 0) {                        \
+			snprintf(what, what_size, __VA_ARGS__); \
+			return rc;                              \
+		}                                               \
+	} while (0)
+#define SYS(call) ((call) < 0 ? -errno : 0)
+
 static const char *op_name(enum op_kind k)
 {
 	static const char *const names[] = {
@@ -139,14 +150,6 @@ static const char *op_name(enum op_kind k)
 int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size)
 {
 	int rc;
-#define STEP(call, ...)                                         \
-	do {                                                    \
-		if ((rc = (call)) < 0) {                        \
-			snprintf(what, what_size, __VA_ARGS__); \
-			return rc;                              \
-		}                                               \
-	} while (0)
-#define SYS(call) ((call) < 0 ? -errno : 0)
 	/* Nothing we mount may propagate back to the host. */
 	STEP(SYS(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)), "make mounts private");
 	STEP(SYS(mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")),
@@ -176,8 +179,6 @@ int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, 
 	STEP(SYS(chdir("/")), "chdir to /");
 	STEP(SYS(chdir(workdir)), "chdir to %s", workdir);
 	return 0;
-#undef STEP
-#undef SYS
 }
 
 /* Dir `name` of the fresh tmpfs (staged at /proc), owned by the sandbox
@@ -198,18 +199,11 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 {
 	char path[PATH_MAX];
 	int rc;
-#define STEP(call, ...)                                         \
-	do {                                                    \
-		if ((rc = (call)) < 0) {                        \
-			snprintf(what, what_size, __VA_ARGS__); \
-			goto out;                               \
-		}                                               \
-	} while (0)
 	/* Staged over the zygote's /proc (a dir that exists in every root and
 	 * is replaced below anyway), its dirs bound into place, then detached:
 	 * nothing of it is reachable but those dirs. */
 	snprintf(path, sizeof path, "size=%llu,mode=755", (unsigned long long)s->tmpfs_bytes);
-	STEP(mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV, path) < 0 ? -errno : 0,
+	STEP(SYS(mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV, path)),
 	     "mount the writable tmpfs");
 	for (size_t i = 0; i < s->n_writable; i++) {
 		const char *w = s->writable[i];
@@ -219,7 +213,7 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 		     "mount a fresh %s", w);
 	}
 	STEP(bind_dir("shm", 01777, s, "/dev/shm"), "mount a fresh /dev/shm");
-	STEP(umount2("/proc", MNT_DETACH) < 0 ? -errno : 0, "detach the staged tmpfs");
+	STEP(SYS(umount2("/proc", MNT_DETACH)), "detach the staged tmpfs");
 	/* Over the zygote's /proc: the kernel lets a user namespace mount a
 	 * proc only where one is already fully visible, and the new one shows
 	 * this pid namespace. Then the same masks as a cold sandbox's. */
@@ -241,9 +235,6 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 		     path);
 		STEP(make_readonly(path, false, true), "make read-only %s", path);
 	}
-	STEP(chdir(s->workdir) < 0 ? -errno : 0, "chdir to %s", s->workdir);
-	rc = 0;
-out:
-	return rc;
-#undef STEP
+	STEP(SYS(chdir(s->workdir)), "chdir to %s", s->workdir);
+	return 0;
 }

@@ -400,7 +400,10 @@ static void *pool_thread(void *arg)
 			}
 			pthread_mutex_unlock(&w->mu);
 			sr_error err = { 0 };
+			/* A spawn that saw the old zygote up may still come. */
+			pthread_mutex_lock(&w->z_mu);
 			int rc = zygote_up(w, &err);
+			pthread_mutex_unlock(&w->z_mu);
 			pthread_mutex_lock(&w->mu);
 			w->st.zygote_starts++;
 			if (rc) {

@@ -36,6 +36,15 @@ print('ok')
     assert all(a["inline"] for a in res["artifacts"])
 
 
+def test_a_file_the_code_left_open_is_complete():
+    """Buffered data of a file never closed is written at the end (the warm
+    path skips the interpreter's teardown, which would do it)."""
+    res = run('f = open("artifacts/out.txt", "w")\nf.write("x" * 10 + "\\n")\n')
+    assert res["status"] == "ok", res
+    assert [(a["name"], a["size"], base64.b64decode(a["data_base64"]))
+            for a in res["artifacts"]] == [("out.txt", 11, b"x" * 10 + b"\n")]
+
+
 def test_a_run_without_artifacts_has_an_empty_list():
     res = run("print(1)")
     assert res["status"] == "ok" and res["artifacts"] == []
