@@ -33,10 +33,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +53,7 @@
 #include "saferun.h"
 
 #define MAX_MEMBERS 16
-#define NESTED "nested"
+#define NESTED      "nested"
 
 static int report_w = -1;    /* members write their pid here */
 static int saturated_w = -1; /* the fork bomb writes a byte when it hits pids.max */
@@ -470,8 +470,9 @@ int main(int argc, char **argv)
 	char survivors[512] = "";
 	for (int i = 0; i < have; i++)
 		if (!dead(&m[i], 1000))
-			snprintf(survivors + strlen(survivors), sizeof survivors - strlen(survivors),
-				 "%s\"%s\"", survivors[0] ? ", " : "", m[i].role);
+			snprintf(survivors + strlen(survivors),
+				 sizeof survivors - strlen(survivors), "%s\"%s\"",
+				 survivors[0] ? ", " : "", m[i].role);
 	int live = 0;
 	for (uint64_t end = now_ms() + 1000; (live = live_named(false)) && now_ms() < end;)
 		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000000 }, NULL);
@@ -491,8 +492,8 @@ int main(int argc, char **argv)
 	for (int tries = 0; tries < 200 && live_named(true); tries++)
 		nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000000 }, NULL);
 	if (nested)
-		for (int tries = 0; tries < 200 && unlinkat(cgfd, NESTED, AT_REMOVEDIR) < 0 &&
-				    errno == EBUSY;
+		for (int tries = 0;
+		     tries < 200 && unlinkat(cgfd, NESTED, AT_REMOVEDIR) < 0 && errno == EBUSY;
 		     tries++)
 			nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000000 }, NULL);
 	sr_error derr = { 0 };
@@ -520,10 +521,11 @@ int main(int argc, char **argv)
 	       "\"populated_after\": %d, \"destroy_rc\": %d, \"destroy_error\": \"%s\", "
 	       "\"groups_left\": [%s], \"freezer_watched\": %s, \"freezer_seen_frozen\": %s}\n",
 	       sr_cgroup_mode_name(mode), have, want, count_distinct(sids, n_ps),
-	       count_distinct(pgrps, n_ps), stopped ? "true" : "false", all_pidfds ? "true" : "false",
-	       saturated ? "true" : "false", nested ? "true" : "false",
-	       has_cgroup_kill ? "true" : "false", procs_before, kill_rc, kerr.msg,
-	       (unsigned long long)kill_ms, procs_after, survivors, live, populated, destroy_rc,
-	       derr.msg, left, watching ? "true" : "false", w.seen_frozen ? "true" : "false");
+	       count_distinct(pgrps, n_ps), stopped ? "true" : "false",
+	       all_pidfds ? "true" : "false", saturated ? "true" : "false",
+	       nested ? "true" : "false", has_cgroup_kill ? "true" : "false", procs_before, kill_rc,
+	       kerr.msg, (unsigned long long)kill_ms, procs_after, survivors, live, populated,
+	       destroy_rc, derr.msg, left, watching ? "true" : "false",
+	       w.seen_frozen ? "true" : "false");
 	return rc == 0 && have == want ? 0 : 1;
 }

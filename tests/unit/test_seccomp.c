@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "saferun.h"
 #include "contain.h"
+#include "saferun.h"
 #include "seccomp_bpf.h"
 
 #ifndef AF_VSOCK
