@@ -206,24 +206,25 @@ static int prepare(sr_box *r, sr_error *err)
 	return 0;
 }
 
-static int open_stdin(sr_box *r, sr_error *err)
+int sr_box_stdin_fd(const sr_run_request *req, sr_error *err)
 {
-	if (!r->req->stdin_data) {
-		r->in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		return r->in_fd < 0 ? sr_fail(err, errno, "open /dev/null") : 0;
+	int fd;
+	if (!req->stdin_data) {
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return fd < 0 ? sr_fail(err, errno, "open /dev/null") : fd;
 	}
 	/* A sealed memfd: the code reads stdin at its own pace, and the
 	 * supervisor never blocks writing it. */
-	r->in_fd = memfd_create("saferun-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->in_fd < 0)
+	fd = memfd_create("saferun-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
 		return sr_fail(err, errno, "memfd for stdin");
-	if (sr_write_all(r->in_fd, r->req->stdin_data, r->req->stdin_size) < 0)
-		return sr_fail(err, errno, "write stdin");
-	if (lseek(r->in_fd, 0, SEEK_SET) < 0 ||
-	    fcntl(r->in_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) <
-		0)
-		return sr_fail(err, errno, "seal stdin");
-	return 0;
+	if (sr_write_all(fd, req->stdin_data, req->stdin_size) < 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		int e = errno;
+		close(fd);
+		return sr_fail(err, e, "write stdin");
+	}
+	return fd;
 }
 
 static int open_pipes(sr_box *r, sr_error *err)
@@ -241,7 +242,7 @@ static int open_pipes(sr_box *r, sr_error *err)
 	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(r->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(r->err[0], F_SETFL, O_NONBLOCK) < 0)
 		return sr_fail(err, errno, "make pipes non-blocking");
-	return open_stdin(r, err);
+	return (r->in_fd = sr_box_stdin_fd(r->req, err)) < 0 ? -1 : 0;
 }
 
 static pid_t clone_sandbox(sr_box *r, bool into_cgroup)

@@ -55,6 +55,8 @@ int sr_box_watch(sr_box *b, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
  * artifacts are read after this). */
 void sr_box_cleanup(sr_box *b);
 
+/* The run's stdin: its bytes in a sealed memfd, or /dev/null. */
+int sr_box_stdin_fd(const sr_run_request *req, sr_error *err);
 /* The artifacts/ of the working dir the sandbox handed over on wd[0]. */
 void sr_box_collect_artifacts(sr_box *b);
 /* The runner's audit-hook settings for req (caller frees), NULL if none. */

@@ -665,23 +665,6 @@ static int run_payload(const sr_run_request *req, const char *guard, sr_zrun *h,
 	return fd;
 }
 
-static int open_stdin(const sr_run_request *req, sr_error *err)
-{
-	if (!req->stdin_data) {
-		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		return fd < 0 ? sr_fail(err, errno, "open /dev/null") : fd;
-	}
-	int fd = memfd_create("saferun-stdin", MFD_CLOEXEC);
-	if (fd < 0 || sr_write_all(fd, req->stdin_data, req->stdin_size) < 0 ||
-	    lseek(fd, 0, SEEK_SET) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return sr_fail(err, e, "write stdin");
-	}
-	return fd;
-}
-
 /* Hand the run to x: its limits, then "W" with the payload and stdin. */
 static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_error *err)
 {
@@ -696,7 +679,7 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_er
 	sr_zrun h;
 	int fds[2] = { run_payload(req, guard, &h, err), -1 };
 	free(guard);
-	if (fds[0] < 0 || (fds[1] = open_stdin(req, err)) < 0) {
+	if (fds[0] < 0 || (fds[1] = sr_box_stdin_fd(req, err)) < 0) {
 		close_fd(&fds[0]);
 		return -1;
 	}
