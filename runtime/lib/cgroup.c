@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ const char *sr_cgroup_mode_name(sr_cgroup_mode m)
 /* Find the mount of a hierarchy in mountinfo: cgroup2, or the v1 mount
  * carrying `controller`. Fills mnt (mount point) and root (its root in the
  * cgroup namespace). */
-static int find_mount(const char *controller, char *mnt, char *root, size_t size)
+static int read_mount(const char *controller, char *mnt, char *root, size_t size)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -85,6 +86,41 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t size
 	}
 	free(line);
 	fclose(f);
+	return rc;
+}
+
+/* The hierarchies' mounts do not move while saferun runs, and every
+ * sandbox looks up five of them: mountinfo is read once per hierarchy
+ * and process (what was found; a missing one is looked for again). */
+static struct {
+	pthread_mutex_t mu;
+	char *mnt[R_COUNT + 1], *root[R_COUNT + 1]; /* [R_COUNT]: cgroup2 */
+} mounts = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int find_mount(const char *controller, char *mnt, char *root, size_t size)
+{
+	int slot = R_COUNT;
+	for (int r = 0; controller && r < R_COUNT; r++)
+		if (strcmp(controller, role_controller[r]) == 0)
+			slot = r;
+	if (controller && slot == R_COUNT)
+		return read_mount(controller, mnt, root, size);
+	pthread_mutex_lock(&mounts.mu);
+	int rc = 0;
+	if (!mounts.mnt[slot]) {
+		rc = read_mount(controller, mnt, root, size);
+		if (rc == 0 && (mounts.mnt[slot] = strdup(mnt)) &&
+		    !(mounts.root[slot] = strdup(root))) {
+			free(mounts.mnt[slot]);
+			mounts.mnt[slot] = NULL;
+		}
+	} else if (strlen(mounts.mnt[slot]) < size && strlen(mounts.root[slot]) < size) {
+		strcpy(mnt, mounts.mnt[slot]);
+		strcpy(root, mounts.root[slot]);
+	} else {
+		rc = -ENAMETOOLONG;
+	}
+	pthread_mutex_unlock(&mounts.mu);
 	return rc;
 }
 

@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -463,7 +464,12 @@ void sr_box_cleanup(sr_box *r)
 	if (r->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 		siginfo_t si;
-		waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED);
+		/* Its end is the end of its pid namespace: the kernel has
+		 * killed every other process in it by then, so the group is
+		 * empty and removing it needs no freezer. A warm sandbox's
+		 * init is the zygote's child, not ours: its pidfd says when. */
+		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == ECHILD)
+			poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000);
 		close_fd(&r->pidfd);
 	}
 	if (r->pid > 0)
