@@ -45,10 +45,11 @@ def _saferun_main():
     install_guard = ns.pop("_install_guard")
     serve = ns.pop("_saferun_kernel")
     zygote = ns.pop("_saferun_zygote")
+    prewarm = ns.pop("_saferun_prewarm")
     _saferun_exit_status = ns.pop("_saferun_exit_status")
     done = None
     if mode == "zygote":
-        guard, done = zygote()  # returns in a new sandbox, its files written
+        guard, done = zygote(prewarm)  # returns in a new sandbox, its files written
     save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
@@ -259,7 +260,7 @@ def _saferun_kernel(ns, update, me, save_figures):
         ctl.send(b"D" + struct.pack("<i", status))
 
 
-def _saferun_zygote():
+def _saferun_zygote(prewarm):
     import gc, os, socket, struct, sys
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
     msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 1)
@@ -300,7 +301,13 @@ def _saferun_zygote():
     # A new sandbox: this process is its python, locked down; fd 3 is the
     # run's control socket.
     del module
+    # Out of the code's way, for the status at the end.
+    import fcntl, resource
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1
+    done = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0,
+                         fileno=fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, top))
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
+    prewarm()
     ctl.send(b"R")
     msg, fds, _, _ = socket.recv_fds(ctl, 64, 2)
     if msg[:1] != b"W" or len(fds) != 2:
@@ -310,12 +317,7 @@ def _saferun_zygote():
         data = f.read()
     os.dup2(fds[1], 0)
     os.close(fds[1])
-    # Out of the code's way, for the status at the end.
-    import fcntl, resource
-    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1
-    done = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0,
-                         fileno=fcntl.fcntl(ctl.detach(), fcntl.F_DUPFD_CLOEXEC, top))
-    os.close(3)
+    ctl.close()
     at = code_len + env_len
     os.environ.clear()
     for kv in data[code_len:at].split(b"\0"):
@@ -346,6 +348,30 @@ def _saferun_zygote():
     if np is not None:
         np.random.seed()
     return guard, done
+
+
+def _saferun_prewarm():
+    # A sandbox waiting for its run walks the run's path once with no
+    # code: what it writes to (interpreter state, allocator pages, the
+    # objects these calls touch) is copied from the zygote now, while the
+    # pool refills, instead of during the run (milliseconds of page
+    # copies). Nothing of it is left: the file is gone, the names local.
+    import gc, io, os
+    fd = os.memfd_create("saferun-prewarm", os.MFD_CLOEXEC)
+    os.write(fd, b"pass\n")
+    os.lseek(fd, 0, os.SEEK_SET)
+    with os.fdopen(fd, "rb") as f:
+        source = f.read()
+    name = ".saferun-prewarm"
+    with open(name, "xb") as f:
+        f.write(source)
+    with open(name, "rb") as f:
+        source = f.read()
+    os.unlink(name)
+    exec(compile(source, "main.py", "exec"), {})
+    for gen in range(3):
+        for obj in gc.get_objects(gen):
+            isinstance(obj, io.IOBase)
 
 
 def _install_guard(spec):

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -178,18 +179,35 @@ static PyObject *serve(PyObject *self, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "saferun zygote: malformed spec");
 		return NULL;
 	}
+	/* The sandboxes' inits are our children: each is reaped as it ends,
+	 * so no zombie outlives its sandbox (a group holding one may not be
+	 * removable). SIGCHLD arrives through a signalfd (a 200 ms poll if
+	 * there is none); each sandbox unblocks it again. */
+	sigset_t chld, old;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	for (;;) {
-		/* Reap the sandboxes that ended (their init is our child). */
+		struct signalfd_siginfo si;
+		while (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+			;
 		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
 			;
-		struct pollfd p = { .fd = ctl, .events = POLLIN };
-		if (poll(&p, 1, 200) == 0)
+		struct pollfd p[2] = { { .fd = ctl, .events = POLLIN },
+				       { .fd = sfd, .events = POLLIN } };
+		if (poll(p, sfd >= 0 ? 2 : 1, sfd >= 0 ? -1 : 200) <= 0 || !(p[0].revents))
 			continue;
 		char tag;
 		int fds[MAX_FDS], n_fds = 0;
 		int rc = recv_request(ctl, &tag, fds, &n_fds);
-		if (rc == -EPIPE || rc == -ECONNRESET)
-			Py_RETURN_NONE; /* the supervisor is gone: so is the zygote */
+		if (rc == -EPIPE || rc == -ECONNRESET) {
+			/* the supervisor is gone: so is the zygote */
+			if (sfd >= 0)
+				close(sfd);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			Py_RETURN_NONE;
+		}
 		if (rc == -EINTR)
 			continue;
 		if (rc < 0) {
