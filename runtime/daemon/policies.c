@@ -13,10 +13,11 @@
 #define POLICY_FILE_MAX (1u << 20)
 #define NAME_MAX_LEN    64
 
+/* A policy is loaded once, when its dir is read; each run gets a copy
+ * (sr_policy_dup: a fraction of parsing it again with the defaults). */
 struct entry {
 	char *name;
-	char *text; /* NULL: the built-in default */
-	size_t len;
+	sr_policy *policy;
 };
 
 struct set {
@@ -46,22 +47,33 @@ static void set_free(struct set *s)
 {
 	for (size_t i = 0; s && i < s->n; i++) {
 		free(s->e[i].name);
-		free(s->e[i].text);
+		sr_policy_free(s->e[i].policy);
 	}
 	if (s)
 		free(s->e);
 	free(s);
 }
 
-static int add(struct set *s, const char *name, size_t name_len, char *text, size_t len)
+/* Takes p (freed on failure); its name becomes the policy's name, as
+ * runs and logs know it. */
+static int add(struct set *s, const char *name, size_t name_len, sr_policy *p)
 {
 	struct entry *grown = realloc(s->e, (s->n + 1) * sizeof *grown);
-	if (!grown)
+	char *n = strndup(name, name_len);
+	if (!grown || !n || !p) {
+		s->e = grown ? grown : s->e;
+		free(n);
+		sr_policy_free(p);
 		return -1;
+	}
 	s->e = grown;
-	s->e[s->n] = (struct entry){ strndup(name, name_len), text, len };
-	if (!s->e[s->n].name)
+	free(p->name);
+	p->name = n;
+	s->e[s->n] = (struct entry){ strdup(n), p };
+	if (!s->e[s->n].name) {
+		sr_policy_free(p);
 		return -1;
+	}
 	s->n++;
 	return 0;
 }
@@ -125,14 +137,13 @@ static int load_one(struct set *s, const char *dir, int dirfd, const char *file,
 	}
 	sr_policy *p = NULL;
 	sr_error err = { 0 };
-	if (sr_policy_load_json(text, len, path, &p, &err)) {
+	rc = sr_policy_load_json(text, len, path, &p, &err);
+	free(text);
+	if (rc) {
 		snprintf(msg, size, "%s", err.msg);
-		free(text);
 		return -1;
 	}
-	sr_policy_free(p);
-	if (add(s, file, flen - 5, text, len)) {
-		free(text);
+	if (add(s, file, flen - 5, p)) {
 		snprintf(msg, size, "policy %s: out of memory", path);
 		return -1;
 	}
@@ -160,8 +171,14 @@ static int load_set(const char *dir, bool required, struct set **out, char *msg,
 	}
 	if (d)
 		closedir(d);
-	if (rc == 0 && !find(s, "default") && add(s, "default", 7, NULL, 0))
-		rc = (snprintf(msg, size, "policies: out of memory"), -1);
+	if (rc == 0 && !find(s, "default")) {
+		sr_policy *p = NULL;
+		sr_error err = { 0 };
+		if (sr_policy_default(&p, &err))
+			rc = (snprintf(msg, size, "the built-in default policy: %s", err.msg), -1);
+		else if (add(s, "default", 7, p))
+			rc = (snprintf(msg, size, "policies: out of memory"), -1);
+	}
 	if (rc) {
 		set_free(s);
 		return -1;
@@ -221,20 +238,16 @@ bool srd_policies_has(srd_policies *reg, const char *name)
 	return found;
 }
 
-/* Copy the entry's text under the lock (a reload may free it), parse it
- * outside. */
 int srd_policies_get(srd_policies *reg, const char *name, const char *field, sr_policy **out,
 		     srd_ferr *e)
 {
-	char *text = NULL, known[512] = "";
-	size_t len = 0;
-	bool found = false, oom = false;
+	char known[512] = "";
+	bool found = false;
 	pthread_mutex_lock(&reg->lock);
 	struct entry *en = find(reg->cur, name);
 	if (en) {
 		found = true;
-		len = en->len;
-		oom = en->text && !(text = strndup(en->text, en->len));
+		*out = sr_policy_dup(en->policy);
 	}
 	for (size_t i = 0; !found && i < reg->cur->n; i++)
 		snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
@@ -242,14 +255,8 @@ int srd_policies_get(srd_policies *reg, const char *name, const char *field, sr_
 	pthread_mutex_unlock(&reg->lock);
 	if (!found)
 		return srd_fail(e, 400, field, "unknown policy \"%s\" (known: %s)", name, known);
-	if (oom)
+	if (!*out)
 		return srd_fail(e, 500, NULL, "out of memory loading policy %s", name);
-	sr_error err = { 0 };
-	int rc =
-	    text ? sr_policy_load_json(text, len, name, out, &err) : sr_policy_default(out, &err);
-	free(text);
-	if (rc)
-		return srd_fail(e, 500, NULL, "policy %s: %s", name, err.msg);
 	return 0;
 }
 

@@ -90,6 +90,8 @@ typedef struct sr_seccomp_policy {
 	size_t n_rules;
 } sr_seccomp_policy;
 
+/* Every pointer a policy holds is its own: sr_policy_dup copies it and
+ * sr_policy_free frees it (a new one goes into both). */
 typedef struct sr_policy {
 	char *name;   /* where it came from, for logs and errors */
 	char *preset; /* preset the limits started from, or NULL */
@@ -144,6 +146,9 @@ int sr_parse_size(const char *s, uint64_t *out);
 int sr_parse_duration(const char *s, uint64_t *out_ms);
 /* JSON text of the policy (caller frees). */
 char *sr_policy_to_json(const sr_policy *p);
+/* A copy that owns its own strings and arrays (NULL: out of memory):
+ * cheaper than loading the document again. */
+sr_policy *sr_policy_dup(const sr_policy *p);
 void sr_policy_free(sr_policy *p);
 
 /* ---- a run ----------------------------------------------------------- */

@@ -1410,6 +1410,62 @@ void sr_policy_free(sr_policy *p)
 	free(p);
 }
 
+/* Copies of what a policy owns; a failed copy leaves *dst NULL. */
+static int str_dup(char **dst, const char *src)
+{
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? -1 : 0;
+}
+
+static int strv_dup(char ***dst, char *const *src, size_t n)
+{
+	*dst = NULL;
+	if (!src)
+		return 0;
+	char **v = calloc(n ? n : 1, sizeof *v);
+	for (size_t i = 0; v && i < n; i++)
+		if (!(v[i] = strdup(src[i]))) {
+			strv_free(v, i);
+			v = NULL;
+		}
+	*dst = v;
+	return v ? 0 : -1;
+}
+
+sr_policy *sr_policy_dup(const sr_policy *src)
+{
+	sr_policy *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	/* The values first, then every pointer replaced by a copy of its
+	 * own (NULL until copied, so a failure frees only what was made). */
+	*p = *src;
+	p->seccomp.rules = NULL;
+	p->seccomp.n_rules = 0;
+	int rc = str_dup(&p->name, src->name) | str_dup(&p->preset, src->preset) |
+		 str_dup(&p->profile, src->profile) | str_dup(&p->workdir, src->workdir) |
+		 strv_dup(&p->writable, src->writable, src->n_writable) |
+		 strv_dup(&p->env, src->env, src->n_env) |
+		 strv_dup(&p->checker.allow, src->checker.allow, src->checker.n_allow) |
+		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
+		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload);
+	if (rc == 0 && src->seccomp.n_rules) {
+		p->seccomp.rules = calloc(src->seccomp.n_rules, sizeof *p->seccomp.rules);
+		rc = p->seccomp.rules ? 0 : -1;
+		for (size_t i = 0; rc == 0 && i < src->seccomp.n_rules; i++) {
+			p->seccomp.rules[i] = src->seccomp.rules[i];
+			rc = strv_dup(&p->seccomp.rules[i].names, src->seccomp.rules[i].names,
+				      src->seccomp.rules[i].n_names);
+			p->seccomp.n_rules = i + (rc == 0);
+		}
+	}
+	if (rc) {
+		sr_policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
 static sr_policy *policy_new(const char *name)
 {
 	sr_policy *p = calloc(1, sizeof *p);
