@@ -268,7 +268,8 @@ def _saferun_zygote(prewarm):
         os._exit(2)
     spec_len = struct.unpack_from("<I", msg, 1)[0]
     spec = msg[5:5 + spec_len]
-    preload = [m for m in msg[5 + spec_len:].decode().split("\x1f") if m]
+    names, _, warmup = msg[5 + spec_len:].decode().partition("\x1e")
+    preload = [m for m in names.split("\x1f") if m]
     try:
         import importlib.machinery, importlib.util
         loader = importlib.machinery.ExtensionFileLoader(
@@ -278,8 +279,16 @@ def _saferun_zygote(prewarm):
         loader.exec_module(module)
         for name in preload:
             __import__(name)
+        if warmup:
+            # The policy's warmup (operator code): its names go with it.
+            exec(compile(warmup, "<warmup>", "exec"), {"__name__": "__saferun_warmup__"})
     except BaseException as e:
-        ctl.send(b"E" + f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:4000])
+        tb, line = e.__traceback__, ""
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<warmup>":
+                line = f"warmup line {tb.tb_lineno}: "
+            tb = tb.tb_next
+        ctl.send(b"E" + f"{line}{type(e).__name__}: {e}".encode("utf-8", "replace")[:4000])
         os._exit(1)
     os.close(fds[0])
     sys.modules.pop("_saferun_zygote", None)

@@ -121,6 +121,10 @@ typedef struct sr_policy {
 		bool enabled;
 		char **preload; /* module names, e.g. "numpy", "pandas" */
 		size_t n_preload;
+		/* Python the zygote runs once after the imports (the operator's,
+		 * trusted like the preload list): code paths a library sets up on
+		 * first use are then ready in every sandbox. NULL: none. */
+		char *warmup;
 		unsigned pool_size; /* sandboxes kept ready; 0: forked as each run arrives */
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */

@@ -33,15 +33,16 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_ENV_ENTRY    (128 * 1024 - 1) /* the kernel's MAX_ARG_STRLEN, less the NUL */
 /* libseccomp's rule merging is quadratic: 2048 names compile in ~10 ms,
  * 16000 take half a second. The default uses about 380. */
-#define MAX_RULES       1024
-#define MAX_NAMES       2048
-#define MAX_ERRNO_RET   4095
-#define MAX_ALLOW       256
-#define MAX_ALLOW_NAME  79
-#define MAX_PRELOAD     64
-#define MAX_MODULE_NAME 100
-#define MAX_POOL_SIZE   64                 /* sandboxes kept ready by the warm path */
-#define JSON_MAX_EXACT  9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
+#define MAX_RULES        1024
+#define MAX_NAMES        2048
+#define MAX_ERRNO_RET    4095
+#define MAX_ALLOW        256
+#define MAX_ALLOW_NAME   79
+#define MAX_PRELOAD      64
+#define MAX_WARMUP_BYTES (64u << 10)
+#define MAX_MODULE_NAME  100
+#define MAX_POOL_SIZE    64                 /* sandboxes kept ready by the warm path */
+#define JSON_MAX_EXACT   9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
 /* Where errors go: the document's name and the caller's error. */
 struct ctx {
@@ -1284,7 +1285,7 @@ static int parse_fallback(const struct ctx *c, const cJSON *v, sr_policy *p)
 
 static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "enabled",  "preload", "pool_size",
+	static const char *const keys[] = { "enabled",  "preload", "warmup", "pool_size",
 					    "fallback", "comment", NULL };
 	const cJSON *v;
 	uint64_t pool;
@@ -1298,6 +1299,16 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 	    parse_string_list(c, "policy.warm.preload", v, MAX_PRELOAD, "an array of module names",
 			      check_preload_entry, &p->warm.preload, &p->warm.n_preload) < 0)
 		return -1;
+	if ((v = get(obj, "warmup"))) {
+		if (want_string(c, "policy.warm.warmup", v) < 0)
+			return -1;
+		size_t n = strlen(v->valuestring);
+		if (n > MAX_WARMUP_BYTES)
+			return bad(c, "policy.warm.warmup", "%zu bytes, at most %u", n,
+				   MAX_WARMUP_BYTES);
+		if (replace_str(&p->warm.warmup, v->valuestring) < 0)
+			return bad(c, "policy.warm.warmup", "out of memory");
+	}
 	if ((v = get(obj, "pool_size"))) {
 		if (get_u64(c, "policy.warm.pool_size", v, MAX_POOL_SIZE, 0, &pool) < 0)
 			return -1;
@@ -1407,6 +1418,7 @@ void sr_policy_free(sr_policy *p)
 	strv_free(p->checker.allow, p->checker.n_allow);
 	strv_free(p->checker.rules_off, p->checker.n_rules_off);
 	strv_free(p->warm.preload, p->warm.n_preload);
+	free(p->warm.warmup);
 	free(p);
 }
 
@@ -1448,7 +1460,8 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 		 strv_dup(&p->env, src->env, src->n_env) |
 		 strv_dup(&p->checker.allow, src->checker.allow, src->checker.n_allow) |
 		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
-		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload);
+		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload) |
+		 str_dup(&p->warm.warmup, src->warm.warmup);
 	if (rc == 0 && src->seccomp.n_rules) {
 		p->seccomp.rules = calloc(src->seccomp.n_rules, sizeof *p->seccomp.rules);
 		rc = p->seccomp.rules ? 0 : -1;
@@ -1801,6 +1814,7 @@ static int add_warm(cJSON *root, const sr_policy *p)
 
 	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled) ||
 	    add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
+	    (w->warmup && !cJSON_AddStringToObject(o, "warmup", w->warmup)) ||
 	    !cJSON_AddNumberToObject(o, "pool_size", w->pool_size) ||
 	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error"))
 		return -1;

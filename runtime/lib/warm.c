@@ -105,7 +105,8 @@ static void drain(int fd, char *tail, size_t tail_size)
 	}
 }
 
-/* "Z", the spec's length, the spec, the preload list; fd: the module. */
+/* "Z", the spec's length, the spec, the preload list (each name ends in
+ * \x1f), \x1e and the warmup code; fd: the module. */
 static int send_start(sr_warm *w, sr_error *err)
 {
 	const sr_policy *p = w->p;
@@ -114,6 +115,7 @@ static int send_start(sr_warm *w, sr_error *err)
 		strings += strlen(p->writable[i]) + 1;
 	for (size_t i = 0; i < p->warm.n_preload; i++)
 		pre += strlen(p->warm.preload[i]) + 1;
+	pre += 1 + (p->warm.warmup ? strlen(p->warm.warmup) : 0);
 	sr_zspec h = { .magic = SR_ZSPEC_MAGIC,
 		       .uid = SR_SANDBOX_UID,
 		       .gid = SR_SANDBOX_GID,
@@ -138,6 +140,7 @@ static int send_start(sr_warm *w, sr_error *err)
 		at = stpcpy(at, p->writable[i]) + 1;
 	for (size_t i = 0; i < p->warm.n_preload; i++)
 		at = stpcpy(stpcpy(at, p->warm.preload[i]), "\x1f");
+	at = stpcpy(stpcpy(at, "\x1e"), p->warm.warmup ? p->warm.warmup : "");
 	ssize_t n = sr_send_fd(w->zb.ctl[0], msg, (size_t)(at - msg), w->module_fd, 0);
 	free(msg);
 	return n < 0 ? sr_fail(err, errno, "send the zygote its spec") : 0;
@@ -168,7 +171,8 @@ static int await_zygote(sr_warm *w, sr_error *err)
 				return 0;
 			msg[n > 0 ? n : 0] = '\0';
 			if (n > 0 && msg[0] == 'E')
-				return sr_refuse(err, ENOEXEC, "the zygote's preload failed: %s",
+				return sr_refuse(err, ENOEXEC,
+						 "the zygote's preload or warmup failed: %s",
 						 msg + 1);
 		}
 		if (pf[0].revents & (POLLHUP | POLLERR) || pf[1].revents) {

@@ -5,14 +5,14 @@ scripts/bench runs this as a coprocess, next to its hyperfine rows, so that
 the daemon's rounds take turns with the other tools' (hyperfine cannot time
 an HTTP request):
 
-  bench_warm.py --profile P [--preload numpy,pandas] [--pool-size 4]
+  bench_warm.py --profile P [--preload numpy,pandas] [--warmup CODE] [--pool-size 4]
                 [--rootfs-dir DIR] --memory-out FILE
 
 It starts one saferund (tests/api/conftest.py's Daemon: a temp socket and
 policies dir, cgroups of its own) with two policies of the profile:
 
   warm: {"filesystem": {"profile": P}, "warm": {"enabled": true,
-         "preload": [...], "pool_size": N, "fallback": "cold"}}
+         "preload": [...], "warmup": CODE, "pool_size": N, "fallback": "cold"}}
   cold: {"filesystem": {"profile": P}}
 
 waits until GET /v1/health says the warm pool is full (ready == pool_size),
@@ -230,6 +230,8 @@ class Bench:
         self.warm_policy = {"filesystem": {"profile": a.profile},
                             "warm": {"enabled": True, "preload": preload,
                                      "pool_size": a.pool_size, "fallback": "cold"}}
+        if a.warmup:
+            self.warm_policy["warm"]["warmup"] = a.warmup
         self.cold_policy = {"filesystem": {"profile": a.profile}}
         args = ["--queue-depth", "256"]
         if a.rootfs_dir:
@@ -404,6 +406,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", required=True)
     ap.add_argument("--preload", default="", help="comma-separated modules the zygote imports")
+    ap.add_argument("--warmup", default="", help="the warm policy's warm.warmup (Python)")
     ap.add_argument("--pool-size", type=int, default=4)
     ap.add_argument("--rootfs-dir", default="")
     ap.add_argument("--memory-out", required=True)

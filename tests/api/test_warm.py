@@ -26,10 +26,13 @@ NO_CHECK = {"checker": {"enabled": False}}
 ID = re.compile(r"sr-[0-9a-f]{16}")
 
 
-def warm_policy(pool_size=2, preload=PRELOAD, fallback="cold", enabled=True, **extra):
-    return {**HOST_POLICY, "limits": LIMITS, **extra,
-            "warm": {"enabled": enabled, "preload": list(preload), "pool_size": pool_size,
-                     "fallback": fallback}}
+def warm_policy(pool_size=2, preload=PRELOAD, fallback="cold", enabled=True, warmup=None,
+                **extra):
+    warm = {"enabled": enabled, "preload": list(preload), "pool_size": pool_size,
+            "fallback": fallback}
+    if warmup is not None:
+        warm["warmup"] = warmup
+    return {**HOST_POLICY, "limits": LIMITS, **extra, "warm": warm}
 
 
 def warm_daemon(make_daemon, *args, **policies):
@@ -455,7 +458,7 @@ def test_a_zygote_that_cannot_start_falls_back_or_refuses(make_daemon):
     bad = ["saferun_no_such_module"]
     d = make_daemon(policies={"default": warm_policy(preload=bad),
                               "strict": warm_policy(preload=bad, fallback="error")})
-    why = ("the zygote's preload failed: ModuleNotFoundError: "
+    why = ("the zygote's preload or warmup failed: ModuleNotFoundError: "
            "No module named 'saferun_no_such_module'")
     for name in ("default", "strict"):
         assert wait_for(lambda: pool(d, name)["zygote_starts"] >= 1, timeout=30)
@@ -471,6 +474,38 @@ def test_a_zygote_that_cannot_start_falls_back_or_refuses(make_daemon):
     # it is retried (after a back-off of 1 s)
     assert wait_for(lambda: pool(d)["zygote_starts"] >= 2, timeout=5), pool(d)
     assert pool(d)["cold_runs"] == 1 and pool(d, "strict")["cold_runs"] == 0
+
+
+def test_the_warmup_runs_once_in_the_zygote(make_daemon):
+    """policy.warm.warmup: what it leaves in the preloaded modules is in
+    every sandbox (a fork of the zygote), its own names are not, and it
+    ran once, before the forks (the same clock reading in every run; the
+    pool's sandboxes and the on-the-spot ones were forked at other times)."""
+    warmup = ("import json, time\n"
+              "json._saferun_warmed = (getattr(json, '_saferun_warmed', (0,))[0] + 1,\n"
+              "                        time.monotonic_ns())\n"
+              "scratch = 'gone'\n")
+    d = warm_daemon(make_daemon, default=warm_policy(warmup=warmup))
+    seen = set()
+    for _ in range(4):
+        r = run_ok(d, "import json\nprint(*json._saferun_warmed, 'scratch' in globals())")
+        assert r["path"] == "warm", r
+        count, when, scratch = r["output"].split()
+        assert (count, scratch) == ("1", "False"), r
+        seen.add(when)
+        time.sleep(0.05)
+    assert len(seen) == 1, seen
+
+
+def test_a_failing_warmup_names_its_line(make_daemon):
+    d = make_daemon(policies={"default": warm_policy(warmup="x = 1\nraise ValueError('no')\n")})
+    assert wait_for(lambda: pool(d)["zygote_starts"] >= 1, timeout=30)
+    w = pool(d)
+    assert (w["zygote_up"], w["ready"]) == (False, 0), w
+    assert w["last_error"] == ("the zygote's preload or warmup failed: "
+                               "warmup line 2: ValueError: no"), w
+    r = run_ok(d, "print('cold')")
+    assert (r["path"], r["output"]) == ("cold", "cold\n")
 
 
 def test_a_ready_sandbox_that_died_does_not_fail_a_run(make_daemon):

@@ -610,8 +610,10 @@ static void test_warm_section(void)
 static void test_warm_errors(void)
 {
 	expect_error("{\"warm\": {\"pool\": 2}}",
-		     "t.json: policy.warm.pool: unknown key (known: enabled, preload, pool_size, "
-		     "fallback, comment)");
+		     "t.json: policy.warm.pool: unknown key (known: enabled, preload, warmup, "
+		     "pool_size, fallback, comment)");
+	expect_error("{\"warm\": {\"warmup\": [\"import numpy\"]}}",
+		     "t.json: policy.warm.warmup: expected a string, got an array");
 	expect_error("{\"warm\": true}", "t.json: policy.warm: expected an object, got true");
 	expect_error("{\"warm\": {\"comment\": 1}}",
 		     "t.json: policy.warm.comment: expected a string, got 1");
@@ -869,6 +871,40 @@ static void test_to_json_round_trip(void)
 
 /* A copy owns everything it holds: it outlives the original (the ASan
  * pass catches a shared pointer) and prints the same. */
+static void test_warm_warmup(void)
+{
+	sr_policy *p = load("{\"warm\": {\"warmup\": \"import json\\njson.dumps(1)\"}}");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_STR(p->warm.warmup, "import json\njson.dumps(1)");
+		roundtrip(p);
+		sr_policy *d = sr_policy_dup(p);
+		CHECK(d && d->warm.warmup != p->warm.warmup);
+		if (d)
+			CHECK_STR(d->warm.warmup, p->warm.warmup);
+		sr_policy_free(d);
+		sr_policy_free(p);
+	}
+	p = load("{}");
+	CHECK(p && p->warm.warmup == NULL);
+	sr_policy_free(p);
+	/* 64 KiB and no more */
+	size_t n = (64u << 10) + 1;
+	char *doc = malloc(n + 64);
+	if (!doc)
+		return;
+	int at = sprintf(doc, "{\"warm\": {\"warmup\": \"");
+	memset(doc + at, '#', n);
+	strcpy(doc + at + n, "\"}}");
+	expect_error(doc, "t.json: policy.warm.warmup: 65537 bytes, at most 65536");
+	doc[at + n - 1] = '"';
+	strcpy(doc + at + n, "}}");
+	p = load(doc);
+	CHECK(p && strlen(p->warm.warmup) == n - 1);
+	sr_policy_free(p);
+	free(doc);
+}
+
 static void test_dup_is_a_deep_copy(void)
 {
 	sr_policy *p =
@@ -1047,6 +1083,7 @@ int main(void)
 	test_durations();
 	test_set_env();
 	test_to_json_round_trip();
+	test_warm_warmup();
 	test_dup_is_a_deep_copy();
 	test_load_file();
 	test_default_ioctl_rules_cover_every_cmd_but_two();
