@@ -1,0 +1,365 @@
+"""network.mode "egress" (docs/network.md): a veth per sandbox, an allow list
+enforced by nftables rules in the sandbox's own namespace, the host out of
+reach, refusals in the result, nothing left behind.
+
+Every destination is a server in a network namespace this module creates,
+on the benchmarking range 198.18.0.0/15 (never a real address), joined to
+the host by a veth of its own: the sandbox's packets are routed and
+masqueraded by the host exactly as they would be to the outside."""
+import errno
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from conftest import SAFERUN, saferun
+
+# The netns's servers: TCP 8080 says hello, UDP 9999 echoes, UDP 53 is a
+# tiny resolver that answers every A query with 198.18.0.99.
+SERVERS = r"""
+import socket, sys, threading
+addr = sys.argv[1]
+def tcp(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(16)
+    while True:
+        c, _ = s.accept(); c.sendall(b"hello from %d" % port); c.close()
+def udp_echo(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, port))
+    while True:
+        d, peer = s.recvfrom(2048); s.sendto(d, peer)
+def dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, 53))
+    while True:
+        q, peer = s.recvfrom(512)
+        head = q[:2] + b"\x81\x80" + q[4:6] + b"\x00\x01\x00\x00\x00\x00"
+        answer = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + bytes([198, 18, 0, 99])
+        s.sendto(head + q[12:] + answer, peer)
+for f, a in ((tcp, 8080), (udp_echo, 9999), (dns, None)):
+    threading.Thread(target=f, args=(() if a is None else (a,)), daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+# In the sandbox: try each (proto, address, port), print one line each:
+# the reply, or the errno's name.
+PROBE = r"""
+import errno, socket, struct
+def probe(proto, addr, port):
+    try:
+        if proto == "tcp":
+            s = socket.create_connection((addr, port), timeout=3)
+            return s.recv(100).decode()
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+        s.connect((addr, port))
+        if port == 53:
+            s.send(struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+                   + b"\x07example\x03com\x00\x00\x01\x00\x01")
+            r = s.recv(512)
+            return "A " + socket.inet_ntoa(r[-4:])
+        s.send(b"ping"); return s.recv(100).decode()
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+for proto, addr, port in TARGETS:
+    print(proto, addr, port, probe(proto, addr, port))
+"""
+
+
+def ip(*args, check=True):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+class ServerNetns:
+    """A netns with one veth to the host: host end .1, servers on .2."""
+
+    def __init__(self):
+        tag = os.getpid() % 100000
+        self.ns = f"egt{tag}"
+        self.host_if = f"egt{tag}h"
+        third = random.randrange(1, 250)
+        self.net = f"198.18.{third}"
+        self.host_ip, self.server = f"{self.net}.1", f"{self.net}.2"
+        ip("netns", "add", self.ns)
+        ip("link", "add", self.host_if, "type", "veth", "peer", "name", "eth1", "netns", self.ns)
+        ip("addr", "add", f"{self.host_ip}/30", "dev", self.host_if)
+        ip("link", "set", self.host_if, "up")
+        ip("-n", self.ns, "addr", "add", f"{self.server}/30", "dev", "eth1")
+        ip("-n", self.ns, "link", "set", "eth1", "up")
+        ip("-n", self.ns, "link", "set", "lo", "up")
+        ip("-n", self.ns, "route", "add", "default", "via", self.host_ip)
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c", SERVERS, self.server],
+            stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        ip("link", "del", self.host_if, check=False)
+        ip("netns", "del", self.ns, check=False)
+
+
+@pytest.fixture(scope="module")
+def tnet():
+    # saferun turns forwarding on for the interface that leads to an
+    # allowed destination (docs/network.md); for 0.0.0.0/0 that is the
+    # host's default route: put it back as it was
+    uplink = default_uplink()
+    fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
+    saved = open(fwd).read() if fwd else None
+    t = ServerNetns()
+    yield t
+    t.close()
+    if fwd:
+        with open(fwd, "w") as f:
+            f.write(saved)
+
+
+def policy(tmp_path, allow, dns=None, mode="egress", **more):
+    net = {"mode": mode, "allow": allow}
+    if dns is not None:
+        net["dns"] = dns
+    path = tmp_path / "egress.json"
+    path.write_text(json.dumps({"network": net, **more}))
+    return str(path)
+
+
+def run_egress(pol, targets, *args, extra=""):
+    code = f"TARGETS = {targets!r}\n" + PROBE + extra
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, *args,
+                "-c", code)
+    assert p.stdout, p.stderr.decode()
+    res = json.loads(p.stdout)
+    lines = res["stdout"].splitlines()
+    res["_probes"] = {tuple(l.split(" ", 4)[:3]): l.split(" ", 3)[3] for l in lines
+                      if l.split(" ")[0] in ("tcp", "udp")}
+    return res
+
+
+def probe_result(res, proto, addr, port):
+    return res["_probes"][(proto, addr, str(port))]
+
+
+def leftovers():
+    """Host state an egress sandbox may create: veths, the table, addresses, routes."""
+    links = [l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()]
+    left = [f"link {l}" for l in links if l.startswith("sr-")]
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+    if "inet saferun" in tables:
+        left.append("table inet saferun")
+    left += [f"addr {l}" for l in ip("-4", "-o", "addr").stdout.splitlines() if " 10.213." in l]
+    left += [f"route {l}" for l in ip("-4", "route").stdout.splitlines() if "10.213." in l]
+    return left
+
+
+def test_allowed_destination_works_and_other_ports_are_refused(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080], "proto": "tcp"}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080), ("tcp", tnet.server, 8081),
+                           ("udp", tnet.server, 9999)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    # refused in the sandbox by an ICMP admin-prohibited: connect() fails
+    # with EHOSTUNREACH at once (a closed port would be ECONNREFUSED, a
+    # drop a timeout); a refused datagram fails its send() with EPERM
+    assert probe_result(res, "tcp", tnet.server, 8081) == "EHOSTUNREACH"
+    assert probe_result(res, "udp", tnet.server, 9999) == "EPERM"
+    net = res["network"]
+    assert net["mode"] == "egress" and net["address"].startswith("10.213.")
+    assert net["denied_packets"] == 2
+    assert sorted((d["address"], d["proto"], d["port"]) for d in net["denied"]) == [
+        (tnet.server, "tcp", 8081), (tnet.server, "udp", 9999)]
+
+
+def test_udp_rule_and_port_wildcard(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*", "proto": "udp"}])
+    res = run_egress(pol, [("udp", tnet.server, 9999), ("tcp", tnet.server, 8080)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 9999) == "ping"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "EHOSTUNREACH"
+
+
+def test_destination_not_in_the_list_is_refused(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [("tcp", "192.0.2.77", 80), ("tcp", tnet.server, 8080)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", "192.0.2.77", 80) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    assert [(d["address"], d["port"]) for d in res["network"]["denied"]] == [("192.0.2.77", 80)]
+
+
+def default_uplink():
+    out = ip("-4", "route", "get", "192.0.2.1", check=False).stdout.split()
+    return out[out.index("dev") + 1] if "dev" in out else None
+
+
+def test_host_is_unreachable_even_when_everything_is_allowed(tnet, tmp_path):
+    # host listeners on its loopback, on the test veth's host end and on
+    # the default route's address: the sandbox may reach none of them
+    host_addrs = [tnet.host_ip]
+    src = ip("-4", "route", "get", "192.0.2.1", check=False).stdout.split()
+    if "src" in src:
+        host_addrs.append(src[src.index("src") + 1])
+    listeners, accepted = [], []
+    for a in ["127.0.0.1", *host_addrs]:
+        s = socket.socket()
+        s.bind((a, 0))
+        s.listen()
+        s.settimeout(0.2)
+        listeners.append(s)
+    pol = policy(tmp_path, [{"cidr": "0.0.0.0/0", "ports": "*", "proto": "tcp"},
+                            {"cidr": "0.0.0.0/0", "ports": "*", "proto": "udp"}])
+    targets = [("tcp", s.getsockname()[0], s.getsockname()[1]) for s in listeners]
+    lo_port = targets[0][2]
+    gateway = "open('/proc/net/route').read()"
+    try:
+        res = run_egress(pol, targets + [("tcp", tnet.server, 8080)],
+                         extra=f"\nr = [l.split() for l in {gateway}.splitlines()[1:]]\n"
+                               "gw = [l[2] for l in r if l[1] == '00000000'][0]\n"
+                               "print('gw', socket.inet_ntoa(bytes.fromhex(gw)[::-1]))\n"
+                               "print('tcp gw 22', probe('tcp', socket.inet_ntoa("
+                               "bytes.fromhex(gw)[::-1]), 22))\n")
+        for s in listeners:
+            try:
+                accepted.append(s.accept())
+            except (socket.timeout, BlockingIOError):
+                pass
+    finally:
+        for s in listeners:
+            s.close()
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    # the sandbox's 127.0.0.0/8 is its own lo: nothing listens there
+    assert probe_result(res, "tcp", "127.0.0.1", lo_port) == "ECONNREFUSED"
+    for (proto, a, port) in targets[1:]:
+        assert probe_result(res, proto, a, port) == "EHOSTUNREACH", (a, res["stdout"])
+    assert probe_result(res, "tcp", "gw", 22) == "EHOSTUNREACH"
+    assert not accepted
+    denied = {d["address"] for d in res["network"]["denied"]}
+    assert set(host_addrs) <= denied
+
+
+def test_dns_is_refused_unless_allowed(tnet, tmp_path):
+    pol = policy(tmp_path, [])
+    res = run_egress(pol, [("udp", tnet.server, 53)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 53) == "EPERM"
+    assert res["network"]["denied"] == [{"address": tnet.server, "proto": "udp", "port": 53}]
+    pol = policy(tmp_path, [], dns=[tnet.server])
+    res = run_egress(pol, [("udp", tnet.server, 53), ("udp", tnet.server, 9999)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 53) == "A 198.18.0.99"
+    # the resolver's address is open on port 53 only
+    assert probe_result(res, "udp", tnet.server, 9999) == "EPERM"
+
+
+def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
+    # a numeric name goes through getaddrinfo as any name does; a name
+    # that does not resolve refuses the run before anything is built
+    pol = policy(tmp_path, [{"host": tnet.server, "ports": [8080]}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080)])
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    pol = policy(tmp_path, [{"host": "no-such-host.invalid", "ports": [80]}])
+    p = saferun("run", "--no-check", "--policy", pol, "-c", "print(1)", timeout=120)
+    assert p.returncode == 2, p
+    assert b'policy.network.allow[0].host: "no-such-host.invalid" does not resolve' in p.stderr
+    assert not leftovers()
+
+
+@pytest.mark.parametrize("how", ["ok", "timeout", "killed", "error"])
+def test_nothing_is_left_on_the_host(tnet, tmp_path, how):
+    code = {"ok": "", "timeout": "\nimport time\ntime.sleep(60)\n",
+            "killed": "\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            "error": "\nraise SystemExit(3)\n"}[how]
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080)], "--timeout", "2", extra=code)
+    assert res["status"] == how, res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    assert not leftovers()
+
+
+def test_concurrent_sandboxes_get_distinct_addresses(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    code = (f"TARGETS = [('tcp', '{tnet.server}', 8080)]\n" + PROBE +
+            "import time\ntime.sleep(1.5)\n")
+    procs = [subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                               "--policy", pol, "-c", code], stdout=subprocess.PIPE)
+             for _ in range(3)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    for r in results:
+        assert r["status"] == "ok", r
+        assert r["stdout"].startswith(f"tcp {tnet.server} 8080 hello from 8080"), r
+    addrs = [r["network"]["address"] for r in results]
+    assert len(set(addrs)) == 3, addrs
+    assert not leftovers()
+
+
+def test_sandboxes_do_not_reach_each_other(tnet, tmp_path):
+    # a listening sandbox and one allowed everything: the host forwards
+    # nothing from one sandbox veth to another
+    pol = policy(tmp_path, [{"cidr": "0.0.0.0/0", "ports": "*"}])
+    listen = ("import socket, time\ns = socket.socket(); s.bind(('0.0.0.0', 7000)); s.listen()\n"
+              "s.settimeout(4)\ntry:\n    s.accept(); print('accepted')\nexcept OSError:\n"
+              "    print('nobody')\n")
+    a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                          "--policy", pol, "-c", listen], stdout=subprocess.PIPE)
+    deadline = time.time() + 20
+    addr = None
+    while time.time() < deadline and not addr:
+        out = ip("-4", "-o", "addr").stdout
+        hosts = [l.split()[3] for l in out.splitlines() if " sr-" in l and "10.213." in l]
+        if hosts:
+            base = hosts[0].split("/")[0].rsplit(".", 1)
+            addr = f"{base[0]}.{int(base[1]) + 1}"
+        time.sleep(0.05)
+    assert addr
+    res = run_egress(pol, [("tcp", addr, 7000)])
+    ra = json.loads(a.communicate(timeout=60)[0])
+    assert probe_result(res, "tcp", addr, 7000) == "EHOSTUNREACH"
+    assert ra["stdout"].strip() == "nobody", ra
+
+
+def test_mode_none_has_only_lo(tmp_path):
+    pol = policy(tmp_path, [], mode="none")
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, "-c",
+                "import socket\nprint(socket.if_nameindex())")
+    res = json.loads(p.stdout)
+    assert res["stdout"].strip() == "[(1, 'lo')]"
+    assert "network" not in res
+
+
+def test_warm_path_refuses_egress_runs(tnet, tmp_path):
+    # a warm sandbox has only lo: an egress run is "unfit" for the pool
+    # and goes cold (warm.fallback "cold", the daemon's default) or, as
+    # `saferun run --warm` asks, is refused
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    p = saferun("run", "--warm", "--no-check", "--policy", pol, "-c", "print(1)")
+    assert p.returncode == 2
+    assert p.stderr.decode() == ("saferun: the warm path cannot take this run: "
+                                 "an egress network (cold path only)\n")
+    assert not leftovers()
+
+
+def test_policy_errors_name_the_field(tmp_path):
+    cases = [
+        ({"mode": "egress", "allow": [{"cidr": "198.18.0.1/24", "ports": [80]}]},
+         'policy.network.allow[0].cidr: "198.18.0.1/24" has host bits set beyond /24'),
+        ({"mode": "egress", "allow": [{"cidr": "198.18.0.0/24"}]},
+         "policy.network.allow[0].ports: missing"),
+        ({"mode": "none", "allow": [{"cidr": "198.18.0.0/24", "ports": "*"}]},
+         'policy.network.allow: needs "mode": "egress"'),
+    ]
+    for net, want in cases:
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({"network": net}))
+        p = saferun("policy", "check", str(path))
+        assert p.returncode == 2, p
+        assert want in p.stderr.decode(), p.stderr
