@@ -53,6 +53,7 @@ struct sr_egress {
 	bool have_veth;
 	char host_if[IFNAMSIZ];
 	int nsfd; /* the sandbox's network namespace, held until the report is read */
+	char resolv_conf[MAX_DNS * 32 + 64];
 };
 
 /* libnftables keeps per-process state that is not safe across threads
@@ -160,8 +161,23 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 		free(e);
 		return -1;
 	}
+	size_t len = 0;
+	for (size_t i = 0; i < e->n_dns; i++) {
+		char a[INET_ADDRSTRLEN];
+		ip_text(e->dns[i], a);
+		len += (size_t)snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
+					"nameserver %s\n", a);
+	}
+	if (e->n_dns)
+		snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
+			 "options timeout:2 attempts:2\n");
 	*out = e;
 	return 0;
+}
+
+const char *sr_egress_resolv_conf(const sr_egress *e)
+{
+	return e->n_dns ? e->resolv_conf : NULL;
 }
 
 /* ---- nftables ------------------------------------------------------------ */

@@ -16,6 +16,9 @@ typedef struct sr_egress sr_egress;
  * sandbox; dns: true from the host's /etc/resolv.conf. A name that does
  * not resolve is refused (EINVAL) naming the policy entry. */
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err);
+/* "nameserver ..." lines for the resolvers the policy opens, or NULL when
+ * it opens none: the sandbox's /etc/resolv.conf. */
+const char *sr_egress_resolv_conf(const sr_egress *e);
 /* Give the (not yet released) sandbox pid its veth, address, route and
  * rules; set up the host side (veth end, forwarding, the saferun table). */
 int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err);

@@ -183,6 +183,7 @@ static int prepare(sr_box *r, sr_error *err)
 		.code_size = r->req->code_size,
 		.files = r->req->files,
 		.n_files = r->req->n_files,
+		.resolv_conf = r->egress ? sr_egress_resolv_conf(r->egress) : NULL,
 	};
 	if (sr_mounts_plan(&spec, &r->plan, err) ||
 	    sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import SAFERUN, saferun
+from conftest import SAFERUN, profiles, saferun
 
 # The netns's servers: TCP 8080 says hello, UDP 9999 echoes, UDP 53 is a
 # tiny resolver that answers every A query with 198.18.0.99.
@@ -259,6 +259,19 @@ def test_dns_is_refused_unless_allowed(tnet, tmp_path):
     assert probe_result(res, "udp", tnet.server, 53) == "A 198.18.0.99"
     # the resolver's address is open on port 53 only
     assert probe_result(res, "udp", tnet.server, 9999) == "EPERM"
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_names_resolve_through_the_allowed_resolver(tnet, tmp_path, profile):
+    # the sandbox's /etc/resolv.conf names the policy's resolvers, so
+    # ordinary lookups go to the (test's) resolver, and only there
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}], dns=[tnet.server])
+    code = ("import socket\nprint(open('/etc/resolv.conf').read().split('\\n')[0])\n"
+            "print(socket.gethostbyname('example.com'))\n")
+    p = saferun("run", "--json", "--no-check", "--profile", profile, "--policy", pol, "-c", code)
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok", res
+    assert res["stdout"].splitlines() == [f"nameserver {tnet.server}", "198.18.0.99"]
 
 
 def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
