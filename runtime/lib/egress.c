@@ -121,8 +121,18 @@ static int host_resolvers(sr_egress *e, sr_error *err)
 	return 0;
 }
 
+static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *err);
+
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 {
+	/* A kernel without nf_tables cannot hold an allow list: refuse the
+	 * run before anything is built, as for any feature the host lacks. */
+	sr_error why = { 0 };
+	if (nft_run(-1, "list tables", false, NULL, &why) < 0)
+		return sr_refuse(err, EOPNOTSUPP,
+				 "policy.network.mode \"egress\" needs nftables (nf_tables) in the "
+				 "kernel: %s",
+				 why.msg);
 	sr_egress *e = calloc(1, sizeof *e);
 	if (!e)
 		return sr_fail(err, ENOMEM, "egress plan");

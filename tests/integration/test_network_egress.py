@@ -179,6 +179,55 @@ def test_allowed_destination_works_and_other_ports_are_refused(tnet, tmp_path):
         (tnet.server, "tcp", 8081), (tnet.server, "udp", 9999)]
 
 
+# The sandboxed code tries to delete its rules (nf_tables over netlink, as
+# nft would) and to take its interface down: seccomp refuses the socket, and
+# it holds no CAP_NET_ADMIN in the user namespace that owns its network
+# namespace.
+TAMPER = r"""
+import errno, socket, struct
+def nlmsg(mtype, flags, seq, payload):
+    return struct.pack("=IHHII", 16 + len(payload), mtype, flags, seq, 0) + payload
+def tamper():
+    try:
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)  # NETLINK_NETFILTER
+        name = b"saferun\0"
+        attr = struct.pack("=HH", 4 + len(name), 1) + name + b"\0" * (-len(name) % 4)
+        batch = (nlmsg(0x10, 1, 1, struct.pack("=BBH", 0, 0, socket.htons(10)))
+                 + nlmsg(0x0a02, 1 | 4, 2, struct.pack("=BBH", 1, 0, 0) + attr)
+                 + nlmsg(0x11, 1, 3, struct.pack("=BBH", 0, 0, socket.htons(10))))
+        s.send(batch)
+        reply = s.recv(4096)
+        code = struct.unpack("=i", reply[16:20])[0]
+        return errno.errorcode.get(-code, str(code))
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+def ifdown():
+    import fcntl
+    s = socket.socket()
+    try:
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"eth0", 0))  # SIOCSIFFLAGS
+        return "changed"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+print("tamper", tamper())
+print("ifdown", ifdown())
+"""
+
+
+def test_the_code_cannot_change_its_rules_or_links(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [], extra=TAMPER + PROBE.replace(
+        "for proto", f"TARGETS = [('tcp', '{tnet.server}', 8081), ('tcp', '{tnet.server}', 8080)]"
+        "\nfor proto"))
+    assert res["status"] == "ok", res
+    lines = res["stdout"].splitlines()
+    # the default seccomp policy refuses netlink sockets outright; the
+    # interface change reaches the kernel and fails its capability check
+    assert "tamper EAFNOSUPPORT" in lines and "ifdown EPERM" in lines, lines
+    assert probe_result(res, "tcp", tnet.server, 8081) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+
+
 def test_udp_rule_and_port_wildcard(tnet, tmp_path):
     pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*", "proto": "udp"}])
     res = run_egress(pol, [("udp", tnet.server, 9999), ("tcp", tnet.server, 8080)])
