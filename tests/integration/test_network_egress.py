@@ -389,6 +389,23 @@ def test_sandboxes_do_not_reach_each_other(tnet, tmp_path):
     assert ra["stdout"].strip() == "nobody", ra
 
 
+def test_checker_and_audit_hook_let_egress_code_connect(tnet, tmp_path):
+    # with the checker on: SR103 ("needs the network, which is off") is for
+    # mode none only; the runner's audit hook lets socket.connect through
+    code = (f"import socket\ns = socket.create_connection(('{tnet.server}', 8080), timeout=3)\n"
+            "print(s.recv(100).decode())\n")
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    p = saferun("run", "--json", "--profile", "host", "--policy", pol, "-c", code)
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "hello from 8080\n"
+    pol = policy(tmp_path, [], mode="none")
+    res = json.loads(saferun("run", "--json", "--profile", "host", "--policy", pol, "-c",
+                             code).stdout)
+    assert res["status"] == "rejected"
+    assert [f["rule"] for f in res["findings"]] == ["SR103"]
+
+
 def test_mode_none_has_only_lo(tmp_path):
     pol = policy(tmp_path, [], mode="none")
     p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, "-c",
