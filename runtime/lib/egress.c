@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netlink/route/addr.h>
@@ -464,57 +463,63 @@ static int write_sysctl(const char *fmt, const char *ifname, const char *value, 
 	return n < 0 ? sr_fail(err, saved, "write %s", path) : 0;
 }
 
-static int route_oif_cb(struct nl_msg *msg, void *arg)
+static bool overlaps(uint32_t a, unsigned alen, uint32_t b, unsigned blen)
 {
-	struct nlattr *tb[RTA_MAX + 1];
-	if (nlmsg_parse(nlmsg_hdr(msg), sizeof(struct rtmsg), tb, RTA_MAX, NULL) == 0 &&
-	    tb[RTA_OIF])
-		*(int *)arg = (int)nla_get_u32(tb[RTA_OIF]);
-	return NL_STOP;
+	unsigned len = alen < blen ? alen : blen;
+	uint32_t mask = len ? ~0u << (32 - len) : 0;
+	return ((a ^ b) & mask) == 0;
 }
 
-/* The host interface a packet to addr leaves by (0: no route). */
-static int route_oif(uint32_t addr)
+/* Could a packet to an allowed destination leave by a route to dst? */
+static bool route_is_used(const sr_egress *e, struct nl_addr *dst)
 {
-	struct nl_sock *sk = nl_socket_alloc();
-	struct nl_msg *m = nlmsg_alloc_simple(RTM_GETROUTE, 0);
-	struct rtmsg rtm = { .rtm_family = AF_INET, .rtm_dst_len = 32 };
-	int oif = 0;
-	if (sk && m && nl_connect(sk, NETLINK_ROUTE) == 0 &&
-	    nlmsg_append(m, &rtm, sizeof rtm, NLMSG_ALIGNTO) == 0 &&
-	    nla_put_u32(m, RTA_DST, htonl(addr)) == 0 && nl_send_auto(sk, m) >= 0 &&
-	    nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, route_oif_cb, &oif) == 0)
-		nl_recvmsgs_default(sk);
-	nlmsg_free(m);
-	nl_socket_free(sk);
-	return oif;
+	uint32_t net = 0;
+	unsigned len = dst ? nl_addr_get_prefixlen(dst) : 0;
+	if (dst && nl_addr_get_len(dst) == sizeof net)
+		memcpy(&net, nl_addr_get_binary_addr(dst), sizeof net);
+	net = ntohl(net);
+	for (size_t i = 0; i < e->n_dests; i++)
+		if (overlaps(net, len, e->dests[i].addr, e->dests[i].prefix))
+			return true;
+	for (size_t i = 0; i < e->n_dns; i++)
+		if (overlaps(net, len, e->dns[i], 32))
+			return true;
+	return false;
+}
+
+static int enable_forwarding(int ifindex, sr_error *err)
+{
+	char name[IF_NAMESIZE];
+	if (ifindex <= 0 || !if_indextoname((unsigned)ifindex, name) || strcmp(name, "lo") == 0 ||
+	    strncmp(name, HOST_PREFIX, strlen(HOST_PREFIX)) == 0)
+		return 0;
+	return write_sysctl("/proc/sys/net/ipv4/conf/%s/forwarding", name, "1", err);
 }
 
 /* Replies come back in on the uplink, and Linux forwards a packet only
- * when the interface it arrived on forwards: turn it on for the
- * interfaces that lead to the allowed destinations (not ip_forward, which
- * makes every interface a router). Left on afterwards (docs/network.md). */
-static int enable_uplinks(const sr_egress *e, sr_error *err)
+ * when the interface it arrived on forwards: turn it on for every
+ * interface with a route that an allowed destination may take (for
+ * 0.0.0.0/0: every routed interface), not ip_forward, which would make
+ * every interface a router. Left on afterwards (docs/network.md). */
+static int enable_uplinks(const sr_egress *e, struct nl_sock *sk, sr_error *err)
 {
-	for (size_t i = 0; i < e->n_dests + e->n_dns; i++) {
-		uint32_t addr;
-		if (i < e->n_dests) {
-			const struct dest *d = &e->dests[i];
-			addr = d->prefix == 0    ? 0xc0000201u /* 192.0.2.1: the default route */
-			       : d->prefix == 32 ? d->addr
-						 : d->addr + 1;
-		} else {
-			addr = e->dns[i - e->n_dests];
-		}
-		char name[IF_NAMESIZE];
-		int oif = route_oif(addr);
-		if (oif <= 0 || !if_indextoname((unsigned)oif, name) || strcmp(name, "lo") == 0 ||
-		    strncmp(name, HOST_PREFIX, strlen(HOST_PREFIX)) == 0)
+	struct nl_cache *routes = NULL;
+	int rc = rtnl_route_alloc_cache(sk, AF_INET, 0, &routes);
+	if (rc < 0)
+		return sr_fail(err, 0, "list the host's routes: %s", nl_geterror(rc));
+	rc = 0;
+	for (struct nl_object *o = nl_cache_get_first(routes); o && rc == 0;
+	     o = nl_cache_get_next(o)) {
+		struct rtnl_route *r = (struct rtnl_route *)o;
+		if (rtnl_route_get_type(r) != RTN_UNICAST ||
+		    !route_is_used(e, rtnl_route_get_dst(r)))
 			continue;
-		if (write_sysctl("/proc/sys/net/ipv4/conf/%s/forwarding", name, "1", err) < 0)
-			return -1;
+		for (int i = 0; i < rtnl_route_get_nnexthops(r) && rc == 0; i++)
+			rc = enable_forwarding(
+			    rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, i)), err);
 	}
-	return 0;
+	nl_cache_free(routes);
+	return rc;
 }
 
 /* The veth pair, its peer born in the sandbox's namespace as eth0. */
@@ -611,7 +616,7 @@ int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err)
 		close(lock);
 	if (rc == 0)
 		rc = setup_host_end(e, sk, err) < 0 || setup_sandbox_end(e, err) < 0 ||
-			     enable_uplinks(e, err) < 0
+			     enable_uplinks(e, sk, err) < 0
 			 ? -1
 			 : 0;
 	nl_socket_free(sk);
