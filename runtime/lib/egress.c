@@ -319,6 +319,35 @@ static void rule_line(FILE *f, const struct dest *d)
 	fprintf(f, " } accept\n");
 }
 
+/* One rule for the host's addresses as they are at start (the host's input
+ * chain refuses any it gains later); its loopback is the sandbox's own lo
+ * there, and 10.213.0.0/16 has a rule of its own. */
+static void deny_host_addresses(FILE *f)
+{
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	const char *sep = "    ip daddr { ";
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		uint32_t h = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		bool dup = false;
+		for (struct ifaddrs *j = ifa; j != i; j = j->ifa_next)
+			dup |= j->ifa_addr && j->ifa_addr->sa_family == AF_INET &&
+			       ((struct sockaddr_in *)j->ifa_addr)->sin_addr.s_addr == htonl(h);
+		if (dup || h >> 24 == 127 || (h & 0xffff0000u) == POOL_BASE)
+			continue;
+		char a[INET_ADDRSTRLEN];
+		ip_text(h, a);
+		fprintf(f, "%s%s", sep, a);
+		sep = ", ";
+	}
+	if (sep[0] == ',')
+		fprintf(f, " } goto deny\n");
+	freeifaddrs(ifa);
+}
+
 /* The sandbox's own rules: only the allow list leaves; the host's
  * addresses and the other sandboxes are refused even under 0.0.0.0/0;
  * every refusal is counted and its destination recorded for the result. */
@@ -347,17 +376,7 @@ static char *sandbox_rules(const sr_egress *e)
 		fprintf(f, "    ip daddr %s udp dport 53 accept\n", a);
 		fprintf(f, "    ip daddr %s tcp dport 53 accept\n", a);
 	}
-	struct ifaddrs *ifa = NULL;
-	if (getifaddrs(&ifa) == 0) {
-		for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
-				uint32_t h =
-				    ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
-				ip_text(h, a);
-				fprintf(f, "    ip daddr %s goto deny\n", a);
-			}
-		freeifaddrs(ifa);
-	}
+	deny_host_addresses(f);
 	fprintf(f, "    ip daddr 10.213.0.0/16 goto deny\n");
 	for (size_t i = 0; i < e->n_dests; i++)
 		rule_line(f, &e->dests[i]);
@@ -687,10 +706,12 @@ void sr_egress_free(sr_egress *e)
 {
 	if (!e)
 		return;
+	/* Started (even half-way): the veth goes, and the host table when
+	 * this was the last sandbox using it. */
+	int lock = e->nsfd >= 0 ? lock_host(NULL) : -1;
 	if (e->have_veth) {
 		/* Deleting one end deletes the pair, and with it the host end's
 		 * address and route, whatever holds the sandbox's namespace. */
-		int lock = lock_host(NULL);
 		struct nl_sock *sk = nl_socket_alloc();
 		struct rtnl_link *link = rtnl_link_alloc();
 		if (sk && link && nl_connect(sk, NETLINK_ROUTE) == 0) {
@@ -699,10 +720,10 @@ void sr_egress_free(sr_egress *e)
 		}
 		rtnl_link_put(link);
 		nl_socket_free(sk);
-		if (lock >= 0) {
-			drop_host_table_if_unused();
-			close(lock);
-		}
+	}
+	if (lock >= 0) {
+		drop_host_table_if_unused();
+		close(lock);
 	}
 	if (e->nsfd >= 0)
 		close(e->nsfd);
