@@ -225,6 +225,44 @@ def test_host_is_unreachable_even_when_everything_is_allowed(tnet, tmp_path):
     assert set(host_addrs) <= denied
 
 
+def test_host_address_added_during_the_run_is_refused_by_the_host_table(tnet, tmp_path):
+    # the sandbox's rules list the host's addresses at start; one the host
+    # gains later (inside an allowed CIDR) meets the host's input chain
+    late = f"{tnet.net}.5"
+    pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*"}])
+    code = ("TARGETS = []\n" + PROBE + "import time\ntime.sleep(2)\n"
+            f"print('late', probe('tcp', '{late}', 7001))\n")
+    srv = None
+    a = None
+    try:
+        a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                              "--policy", pol, "-c", code],
+                             stdout=subprocess.PIPE)
+        deadline = time.time() + 20
+        while time.time() < deadline and not [l for l in ip("-br", "link").stdout.splitlines()
+                                              if l.startswith("sr-")]:
+            time.sleep(0.02)
+        ip("addr", "add", f"{late}/32", "dev", tnet.host_if)
+        srv = socket.socket()
+        srv.bind((late, 7001))
+        srv.listen()
+        srv.settimeout(0.2)
+        res = json.loads(a.communicate(timeout=60)[0])
+        try:
+            accepted = srv.accept()
+        except socket.timeout:
+            accepted = None
+    finally:
+        if srv:
+            srv.close()
+        ip("addr", "del", f"{late}/32", "dev", tnet.host_if, check=False)
+        if a and a.poll() is None:
+            a.kill()
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip().splitlines()[-1] == "late EHOSTUNREACH", res
+    assert accepted is None
+
+
 def test_dns_is_refused_unless_allowed(tnet, tmp_path):
     pol = policy(tmp_path, [])
     res = run_egress(pol, [("udp", tnet.server, 53)])
