@@ -217,8 +217,13 @@ static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *e
 		}
 		nft_ctx_free(ctx);
 	}
-	if (self >= 0 && sr_net_leave(self, err) < 0)
+	if (self >= 0 && sr_net_leave(self, err) < 0 && rc == 0) {
 		rc = -1;
+		if (out) {
+			free(*out);
+			*out = NULL;
+		}
+	}
 out:
 	pthread_mutex_unlock(&nft_mu);
 	return rc;
