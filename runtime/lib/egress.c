@@ -122,6 +122,54 @@ static int host_resolvers(sr_egress *e, sr_error *err)
 
 static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *err);
 
+static int plan_allow(sr_egress *e, const sr_policy *p, sr_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < p->net.n_allow; i++) {
+		const sr_net_allow *a = &p->net.allow[i];
+		if (a->host) {
+			rc = resolve_host(e, a, i, err);
+			continue;
+		}
+		/* the policy wrote it normalised: "a.b.c.d/n" */
+		char buf[INET_ADDRSTRLEN + 4];
+		snprintf(buf, sizeof buf, "%s", a->cidr);
+		char *slash = strchr(buf, '/');
+		struct in_addr ia = { 0 };
+		if (!slash || (*slash = '\0', inet_pton(AF_INET, buf, &ia) != 1))
+			return sr_refuse(err, EINVAL,
+					 "policy.network.allow[%zu].cidr: \"%s\" is not a CIDR", i,
+					 a->cidr);
+		rc = add_dest(e, ntohl(ia.s_addr), (unsigned)atoi(slash + 1), a, i, err);
+	}
+	return rc;
+}
+
+static int plan_dns(sr_egress *e, const sr_policy *p, sr_error *err)
+{
+	for (size_t i = 0; i < p->net.n_dns; i++) {
+		struct in_addr ia;
+		if (inet_pton(AF_INET, p->net.dns[i], &ia) != 1)
+			return sr_refuse(err, EINVAL,
+					 "policy.network.dns[%zu]: \"%s\" is not an address", i,
+					 p->net.dns[i]);
+		e->dns[e->n_dns++] = ntohl(ia.s_addr);
+	}
+	if (p->net.dns_host && p->net.n_dns == 0 && host_resolvers(e, err) < 0)
+		return -1;
+	size_t len = 0;
+	for (size_t i = 0; i < e->n_dns; i++) {
+		char a[INET_ADDRSTRLEN];
+		ip_text(e->dns[i], a);
+		len += (size_t)snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
+					"nameserver %s\n", a);
+	}
+	if (e->n_dns)
+		snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
+			 "options timeout:2 attempts:2\n");
+	return 0;
+}
+
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 {
 	/* A kernel without nf_tables cannot hold an allow list: refuse the
@@ -136,50 +184,10 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 	if (!e)
 		return sr_fail(err, ENOMEM, "egress plan");
 	e->nsfd = -1;
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < p->net.n_allow; i++) {
-		const sr_net_allow *a = &p->net.allow[i];
-		uint32_t addr = 0;
-		unsigned prefix = 32;
-		if (a->host) {
-			rc = resolve_host(e, a, i, err);
-			continue;
-		}
-		char buf[INET_ADDRSTRLEN + 4];
-		snprintf(buf, sizeof buf, "%s", a->cidr);
-		char *slash = strchr(buf, '/');
-		struct in_addr ia;
-		if (slash)
-			*slash = '\0', prefix = (unsigned)atoi(slash + 1);
-		if (inet_pton(AF_INET, buf, &ia) != 1)
-			rc = sr_refuse(err, EINVAL,
-				       "policy.network.allow[%zu].cidr: \"%s\" is not a CIDR", i,
-				       a->cidr);
-		addr = ntohl(ia.s_addr);
-		if (rc == 0)
-			rc = add_dest(e, addr, prefix, a, i, err);
-	}
-	for (size_t i = 0; rc == 0 && i < p->net.n_dns; i++) {
-		struct in_addr ia;
-		if (inet_pton(AF_INET, p->net.dns[i], &ia) == 1)
-			e->dns[e->n_dns++] = ntohl(ia.s_addr);
-	}
-	if (rc == 0 && p->net.dns_host && p->net.n_dns == 0)
-		rc = host_resolvers(e, err);
-	if (rc) {
+	if (plan_allow(e, p, err) < 0 || plan_dns(e, p, err) < 0) {
 		free(e);
 		return -1;
 	}
-	size_t len = 0;
-	for (size_t i = 0; i < e->n_dns; i++) {
-		char a[INET_ADDRSTRLEN];
-		ip_text(e->dns[i], a);
-		len += (size_t)snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
-					"nameserver %s\n", a);
-	}
-	if (e->n_dns)
-		snprintf(e->resolv_conf + len, sizeof e->resolv_conf - len,
-			 "options timeout:2 attempts:2\n");
 	*out = e;
 	return 0;
 }
