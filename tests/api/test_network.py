@@ -88,3 +88,16 @@ def test_parallel_runs_and_a_session(make_daemon, tnet):
     assert d.run("print(1)")["stdout"] == "1\n"
     assert sandbox_links() == []
     assert "table inet saferun" not in nft_tables()
+
+
+def test_a_warm_policy_runs_egress_cold(make_daemon, tnet):
+    # a warm pool's sandboxes have only lo: egress requests fall back cold
+    egress = {**HOST_POLICY, "warm": {"enabled": True, "pool_size": 1},
+              "network": {"mode": "egress", "allow": [
+                  {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon(policies={"default": HOST_POLICY, "egress": egress})
+    r = d.run(PROBE.format(ip=tnet.server), policy="egress")
+    assert r["status"] == "ok", r
+    assert r["path"] == "cold"
+    assert r["stdout"] == "hello from 8080\nEHOSTUNREACH\n", r
+    assert sandbox_links() == []
