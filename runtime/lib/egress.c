@@ -332,6 +332,16 @@ static void rule_line(FILE *f, const struct dest *d)
 	fprintf(f, " } accept\n");
 }
 
+/* Link-local (cloud metadata services live at 169.254.169.254) only when
+ * an entry names it, never as part of a wider CIDR such as 0.0.0.0/0. */
+static bool names_link_local(const sr_egress *e)
+{
+	for (size_t i = 0; i < e->n_dests; i++)
+		if (e->dests[i].prefix >= 16 && (e->dests[i].addr & 0xffff0000u) == 0xa9fe0000u)
+			return true;
+	return false;
+}
+
 /* One rule for the host's addresses as they are at start (the host's input
  * chain refuses any it gains later); its loopback is the sandbox's own lo
  * there, and 10.213.0.0/16 has a rule of its own. */
@@ -390,7 +400,9 @@ static char *sandbox_rules(const sr_egress *e)
 		fprintf(f, "    ip daddr %s tcp dport 53 accept\n", a);
 	}
 	deny_host_addresses(f);
-	fprintf(f, "    ip daddr 10.213.0.0/16 goto deny\n");
+	fprintf(f, "    ip daddr { 10.213.0.0/16, 224.0.0.0/3 } goto deny\n");
+	if (!names_link_local(e))
+		fprintf(f, "    ip daddr 169.254.0.0/16 goto deny\n");
 	for (size_t i = 0; i < e->n_dests; i++)
 		rule_line(f, &e->dests[i]);
 	fprintf(

@@ -198,8 +198,10 @@ def test_host_is_unreachable_even_when_everything_is_allowed(tnet, tmp_path):
     targets = [("tcp", s.getsockname()[0], s.getsockname()[1]) for s in listeners]
     lo_port = targets[0][2]
     gateway = "open('/proc/net/route').read()"
+    # cloud metadata (link-local) and multicast stay closed under 0.0.0.0/0 too
+    closed = [("tcp", "169.254.169.254", 80), ("udp", "224.0.0.251", 5353)]
     try:
-        res = run_egress(pol, targets + [("tcp", tnet.server, 8080)],
+        res = run_egress(pol, targets + closed + [("tcp", tnet.server, 8080)],
                          extra=f"\nr = [l.split() for l in {gateway}.splitlines()[1:]]\n"
                                "gw = [l[2] for l in r if l[1] == '00000000'][0]\n"
                                "print('gw', socket.inet_ntoa(bytes.fromhex(gw)[::-1]))\n"
@@ -220,6 +222,8 @@ def test_host_is_unreachable_even_when_everything_is_allowed(tnet, tmp_path):
     for (proto, a, port) in targets[1:]:
         assert probe_result(res, proto, a, port) == "EHOSTUNREACH", (a, res["stdout"])
     assert probe_result(res, "tcp", "gw", 22) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", "169.254.169.254", 80) == "EHOSTUNREACH"
+    assert probe_result(res, "udp", "224.0.0.251", 5353) == "EPERM"
     assert not accepted
     denied = {d["address"] for d in res["network"]["denied"]}
     assert set(host_addrs) <= denied
