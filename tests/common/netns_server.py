@@ -46,18 +46,23 @@ class ServerNetns:
         third = random.randrange(1, 250)
         self.net = f"198.18.{third}"
         self.host_ip, self.server = f"{self.net}.1", f"{self.net}.2"
-        ip("netns", "add", self.ns)
-        ip("link", "add", self.host_if, "type", "veth", "peer", "name", "eth1", "netns", self.ns)
-        ip("addr", "add", f"{self.host_ip}/30", "dev", self.host_if)
-        ip("link", "set", self.host_if, "up")
-        ip("-n", self.ns, "addr", "add", f"{self.server}/30", "dev", "eth1")
-        ip("-n", self.ns, "link", "set", "eth1", "up")
-        ip("-n", self.ns, "link", "set", "lo", "up")
-        ip("-n", self.ns, "route", "add", "default", "via", self.host_ip)
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c", SERVERS, self.server],
-            stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout.readline().strip() == "ready"
+        self.proc = None
+        try:
+            ip("netns", "add", self.ns)
+            ip("link", "add", self.host_if, "type", "veth", "peer", "name", "eth1", "netns", self.ns)
+            ip("addr", "add", f"{self.host_ip}/30", "dev", self.host_if)
+            ip("link", "set", self.host_if, "up")
+            ip("-n", self.ns, "addr", "add", f"{self.server}/30", "dev", "eth1")
+            ip("-n", self.ns, "link", "set", "eth1", "up")
+            ip("-n", self.ns, "link", "set", "lo", "up")
+            ip("-n", self.ns, "route", "add", "default", "via", self.host_ip)
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c", SERVERS, self.server],
+                stdout=subprocess.PIPE, text=True)
+            assert self.proc.stdout.readline().strip() == "ready"
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self):
         return self
@@ -66,8 +71,9 @@ class ServerNetns:
         self.close()
 
     def close(self):
-        self.proc.kill()
-        self.proc.wait()
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
         ip("link", "del", self.host_if, check=False)
         ip("netns", "del", self.ns, check=False)
 
