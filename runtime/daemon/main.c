@@ -65,6 +65,15 @@ static void cleanup_stale(const char *when)
 	else if (n > 0)
 		srd_log("warning", "cleanup", "%s: removed %d sandbox group%s left behind", when, n,
 			n == 1 ? "" : "s");
+	/* egress: a crashed run's veths went with its sandbox; the host
+	 * table stays until no sandbox veth is left (docs/network.md) */
+	sr_error nerr = { 0 };
+	n = sr_net_cleanup_stale(&nerr);
+	if (n < 0)
+		srd_log("error", "cleanup", "%s: %s", when, nerr.msg);
+	else if (n > 0)
+		srd_log("warning", "cleanup",
+			"%s: removed the egress table inet saferun left behind", when);
 }
 
 static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)

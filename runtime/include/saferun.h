@@ -41,7 +41,35 @@ typedef struct sr_limits {
 
 typedef enum sr_net_mode {
 	SR_NET_NONE = 0, /* only lo, up */
+	SR_NET_EGRESS,   /* a veth to the host; outgoing traffic to the allow list only (docs/network.md) */
 } sr_net_mode;
+
+#define SR_NET_MAX_ALLOW 64 /* policy.network.allow entries */
+#define SR_NET_MAX_PORTS 32 /* ports per entry */
+#define SR_NET_MAX_DNS   4  /* resolver addresses */
+
+typedef enum sr_net_proto {
+	SR_NET_TCP = 0,
+	SR_NET_UDP,
+} sr_net_proto;
+
+/* One egress destination: an IPv4 CIDR, or a name the supervisor
+ * resolves (getaddrinfo on the host) when the sandbox starts. */
+typedef struct sr_net_allow {
+	char *cidr; /* "198.18.0.0/24" (normalised), or NULL */
+	char *host; /* "pypi.org", or NULL */
+	sr_net_proto proto;
+	uint16_t ports[SR_NET_MAX_PORTS]; /* n_ports 0: every port */
+	size_t n_ports;
+} sr_net_allow;
+
+typedef struct sr_net_policy {
+	sr_net_allow *allow;
+	size_t n_allow;
+	bool dns_host; /* dns: true, the host's /etc/resolv.conf nameservers */
+	char *dns[SR_NET_MAX_DNS]; /* dns: ["198.18.0.53"], IPv4 resolvers */
+	size_t n_dns;
+} sr_net_policy;
 
 typedef enum sr_seccomp_action_kind {
 	SR_SCMP_ALLOW = 0,
@@ -101,6 +129,7 @@ typedef struct sr_policy {
 	char **writable; /* absolute dirs backed by the size-capped tmpfs */
 	size_t n_writable;
 	sr_net_mode net_mode;
+	sr_net_policy net; /* egress: destinations and DNS */
 	char **env; /* "KEY=VALUE", the complete environment */
 	size_t n_env;
 	sr_seccomp_policy seccomp;
@@ -212,6 +241,20 @@ typedef struct sr_artifact {
 #define SR_ARTIFACTS_INLINE_MAX (8u << 20)
 #define SR_ARTIFACTS_MAX        100
 
+#define SR_NET_DENIED_MAX 32
+/* What an egress sandbox tried and was refused (docs/network.md). */
+typedef struct sr_net_report {
+	bool egress;              /* the run had an egress network */
+	char address[16];         /* the sandbox's IPv4 address */
+	uint64_t denied_packets;  /* packets the rules refused */
+	struct sr_net_denied {
+		char address[16]; /* destination */
+		char proto[4];    /* "tcp", "udp" */
+		uint16_t port;
+	} denied[SR_NET_DENIED_MAX]; /* distinct tcp/udp destinations refused */
+	size_t n_denied;
+} sr_net_report;
+
 typedef struct sr_result {
 	char id[40]; /* sandbox id */
 	sr_status status;
@@ -233,6 +276,7 @@ typedef struct sr_result {
 	sr_artifact *artifacts; /* sorted by name */
 	size_t n_artifacts;
 	bool artifacts_truncated; /* more than SR_ARTIFACTS_MAX files */
+	sr_net_report net;        /* egress runs: address and refused attempts */
 } sr_result;
 
 /* Build a sandbox, run the code in it, tear everything down.
@@ -421,6 +465,9 @@ char *sr_info_json(const char *rootfs_dir);
  * it would end the runs of any other. Returns the number of groups
  * removed, or < 0 (err says which group could not be removed). */
 int sr_cleanup_stale(sr_error *err);
+/* The egress mode's host table (inet saferun) when no sandbox veth is
+ * left (docs/network.md). Returns 1 when it removed the table, 0, or < 0. */
+int sr_net_cleanup_stale(sr_error *err);
 
 /* ---- text ------------------------------------------------------------- */
 

@@ -346,6 +346,26 @@ static int plan_files(sr_mount_plan *p, const sr_fs_spec *s, size_t work_index)
 	return 0;
 }
 
+/* The resolvers an egress policy opens: written into the skeleton's /etc,
+ * or, on a (read-only) built rootfs, into the stage and bound over its
+ * /etc/resolv.conf. */
+static int plan_resolv_conf(sr_mount_plan *p, const sr_fs_spec *s, bool host)
+{
+	if (!s->resolv_conf)
+		return 0;
+	sr_mount_op *op =
+	    add(p, OP_WRITE, 0, NULL, "%s", host ? NEWROOT "/etc/resolv.conf" : "/resolv.conf");
+	if (!op)
+		return -1;
+	op->data = s->resolv_conf;
+	op->len = strlen(s->resolv_conf);
+	op->mode = 0644;
+	if (host)
+		return 0;
+	return add(p, OP_BIND_NEW, OPF_OPTIONAL, "/resolv.conf", NEWROOT "/etc/resolv.conf") ? 0
+											     : -1;
+}
+
 static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 {
 	*work_index = SIZE_MAX;
@@ -394,6 +414,8 @@ int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
 		rc = plan_proc(p);
 	if (!rc)
 		rc = plan_files(p, s, work_index);
+	if (!rc)
+		rc = plan_resolv_conf(p, s, host);
 	if (!rc && host && !add(p, OP_READONLY, 0, NULL, NEWROOT))
 		rc = -1;
 	for (size_t i = 0; i < p->n; i++) {

@@ -35,6 +35,9 @@ typedef struct sr_fs_spec {
 	size_t code_size;
 	const sr_file *files;
 	size_t n_files;
+	/* /etc/resolv.conf's text (network egress with DNS), or NULL: the
+	 * rootfs's own (the host profile has none) */
+	const char *resolv_conf;
 } sr_fs_spec;
 
 /* Where the profile lives: NULL rootfs for "host"; otherwise DIR/PROFILE,

@@ -1,6 +1,7 @@
 /* Policies: JSON documents read over the built-in default, validated
  * strictly. Every error names the JSON path and the value, and says what
  * is expected. Format reference: docs/policy.md. */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -717,22 +718,238 @@ static int parse_filesystem(const struct ctx *c, const cJSON *obj, sr_policy *p)
 	return 0;
 }
 
+static void net_policy_free(sr_net_policy *n)
+{
+	for (size_t i = 0; i < n->n_allow; i++) {
+		free(n->allow[i].cidr);
+		free(n->allow[i].host);
+	}
+	free(n->allow);
+	for (size_t i = 0; i < n->n_dns; i++)
+		free(n->dns[i]);
+	*n = (sr_net_policy){ 0 };
+}
+
+/* "a.b.c.d" or "a.b.c.d/n" into a network address and a prefix length. */
+static int parse_ipv4(const char *s, bool cidr, uint32_t *addr, unsigned *prefix)
+{
+	char buf[INET_ADDRSTRLEN + 4];
+	if (strlen(s) >= sizeof buf)
+		return -1;
+	snprintf(buf, sizeof buf, "%s", s);
+	char *slash = strchr(buf, '/');
+	*prefix = 32;
+	if (slash) {
+		char *end;
+		unsigned long n = strtoul(slash + 1, &end, 10);
+		if (!cidr || !isdigit((unsigned char)slash[1]) || *end || n > 32)
+			return -1;
+		*prefix = (unsigned)n;
+		*slash = '\0';
+	}
+	struct in_addr a;
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return -1;
+	*addr = ntohl(a.s_addr);
+	return 0;
+}
+
+static int net_cidr(const struct ctx *c, const char *path, const cJSON *v, sr_net_allow *a)
+{
+	uint32_t addr;
+	unsigned prefix;
+	if (want_string(c, path, v) < 0)
+		return -1;
+	if (strchr(v->valuestring, ':'))
+		return bad_value(c, path, v, "is IPv6: egress is IPv4 only");
+	if (parse_ipv4(v->valuestring, true, &addr, &prefix) < 0)
+		return bad_value(c, path, v, "is not an IPv4 CIDR (use \"198.18.0.0/24\")");
+	uint32_t mask = prefix ? ~0u << (32 - prefix) : 0;
+	if (addr & ~mask)
+		return bad_value(c, path, v, "has host bits set beyond /%u", prefix);
+	char text[INET_ADDRSTRLEN + 4];
+	struct in_addr na = { .s_addr = htonl(addr) };
+	inet_ntop(AF_INET, &na, text, sizeof text);
+	snprintf(text + strlen(text), sizeof text - strlen(text), "/%u", prefix);
+	return (a->cidr = strdup(text)) ? 0 : oom(c);
+}
+
+/* A DNS name (letters, digits, '-', '.'), resolved later on the host. */
+static int net_host(const struct ctx *c, const char *path, const cJSON *v, sr_net_allow *a)
+{
+	if (want_string(c, path, v) < 0)
+		return -1;
+	const char *s = v->valuestring;
+	size_t n = strlen(s);
+	bool ok = n > 0 && n <= 253 && s[0] != '-' && s[0] != '.';
+	for (size_t i = 0; ok && i < n; i++)
+		ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '.';
+	if (!ok)
+		return bad_value(c, path, v, "is not a host name (letters, digits, '-' and '.')");
+	return (a->host = strdup(s)) ? 0 : oom(c);
+}
+
+static int net_ports(const struct ctx *c, const char *path, const cJSON *v, sr_net_allow *a)
+{
+	char sub[PATH_BUF];
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "*") == 0)
+		return 0;
+	if (!cJSON_IsArray(v) || !v->child)
+		return bad_type(c, path, v, "\"*\" or a non-empty array of ports");
+	if (cJSON_GetArraySize(v) > SR_NET_MAX_PORTS)
+		return bad(c, path, "%d ports, at most %d (use \"*\")", cJSON_GetArraySize(v),
+			   SR_NET_MAX_PORTS);
+	for (const cJSON *it = v->child; it; it = it->next) {
+		uint64_t port;
+		path_index(sub, path, a->n_ports);
+		if (get_u64(c, sub, it, 65535, 0, &port) < 0)
+			return -1;
+		if (port == 0)
+			return bad_value(c, sub, it, "is not a port (1 to 65535)");
+		for (size_t i = 0; i < a->n_ports; i++)
+			if (a->ports[i] == port)
+				return bad_value(c, sub, it, "is listed twice");
+		a->ports[a->n_ports++] = (uint16_t)port;
+	}
+	return 0;
+}
+
+static int net_allow_entry(const struct ctx *c, const char *path, const cJSON *obj, sr_net_allow *a)
+{
+	static const char *const keys[] = { "cidr", "host", "ports", "proto", "comment", NULL };
+	char sub[PATH_BUF];
+	const cJSON *cidr = get(obj, "cidr"), *host = get(obj, "host"), *v;
+
+	if (check_keys(c, path, obj, keys) < 0)
+		return -1;
+	if (!cidr == !host)
+		return bad(c, path, "needs exactly one of \"cidr\" and \"host\"");
+	path_key(sub, path, cidr ? "cidr" : "host");
+	if (cidr ? net_cidr(c, sub, cidr, a) < 0 : net_host(c, sub, host, a) < 0)
+		return -1;
+	path_key(sub, path, "ports");
+	if (!(v = get(obj, "ports")))
+		return bad(c, sub, "missing (a list of ports, or \"*\" for every port)");
+	if (net_ports(c, sub, v, a) < 0)
+		return -1;
+	path_key(sub, path, "proto");
+	if ((v = get(obj, "proto"))) {
+		if (want_string(c, sub, v) < 0)
+			return -1;
+		if (strcmp(v->valuestring, "tcp") != 0 && strcmp(v->valuestring, "udp") != 0)
+			return bad_value(c, sub, v, "is not a protocol (known: tcp, udp)");
+		a->proto = v->valuestring[0] == 'u' ? SR_NET_UDP : SR_NET_TCP;
+	}
+	return 0;
+}
+
+static int net_allow(const struct ctx *c, const cJSON *arr, sr_net_policy *n)
+{
+	static const char *const base = "policy.network.allow";
+	char path[PATH_BUF];
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, base, arr, "an array of destinations");
+	if (cJSON_GetArraySize(arr) > SR_NET_MAX_ALLOW)
+		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr),
+			   SR_NET_MAX_ALLOW);
+	if (!(n->allow = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *n->allow)))
+		return oom(c);
+	for (const cJSON *it = arr->child; it; it = it->next) {
+		path_index(path, base, n->n_allow);
+		if (net_allow_entry(c, path, it, &n->allow[n->n_allow++]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int net_dns(const struct ctx *c, const cJSON *v, sr_net_policy *n)
+{
+	static const char *const base = "policy.network.dns";
+	char path[PATH_BUF];
+
+	if (cJSON_IsBool(v)) {
+		n->dns_host = cJSON_IsTrue(v);
+		return 0;
+	}
+	if (!cJSON_IsArray(v))
+		return bad_type(c, base, v, "true, false or an array of resolver addresses");
+	if (cJSON_GetArraySize(v) > SR_NET_MAX_DNS)
+		return bad(c, base, "%d resolvers, at most %d", cJSON_GetArraySize(v),
+			   SR_NET_MAX_DNS);
+	for (const cJSON *it = v->child; it; it = it->next) {
+		uint32_t addr;
+		unsigned prefix;
+		path_index(path, base, n->n_dns);
+		if (want_string(c, path, it) < 0)
+			return -1;
+		if (parse_ipv4(it->valuestring, false, &addr, &prefix) < 0)
+			return bad_value(c, path, it,
+					 "is not an IPv4 address (use \"198.18.0.53\")");
+		if ((addr >> 24) == 127)
+			return bad_value(c, path, it,
+					 "is a loopback address: the sandbox has its own lo, "
+					 "the host's resolvers on 127.0.0.0/8 are out of reach");
+		for (size_t i = 0; i < n->n_dns; i++)
+			if (strcmp(n->dns[i], it->valuestring) == 0)
+				return bad_value(c, path, it, "is listed twice");
+		if (!(n->dns[n->n_dns++] = strdup(it->valuestring)))
+			return oom(c);
+	}
+	return 0;
+}
+
 static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "mode", "comment", NULL };
+	static const char *const keys[] = { "mode", "allow", "dns", "comment", NULL };
+	sr_net_policy n = { 0 };
+	sr_net_mode mode = p->net_mode;
 	const cJSON *v;
+	int rc = -1;
 
 	if (check_keys(c, "policy.network", obj, keys) < 0)
 		return -1;
-	if (!(v = get(obj, "mode")))
-		return 0;
-	if (want_string(c, "policy.network.mode", v) < 0)
-		return -1;
-	if (strcmp(v->valuestring, "none") != 0)
-		return bad_value(c, "policy.network.mode", v,
-				 "is not a network mode (known: none)");
-	p->net_mode = SR_NET_NONE;
-	return 0;
+	if ((v = get(obj, "mode"))) {
+		if (want_string(c, "policy.network.mode", v) < 0)
+			return -1;
+		if (strcmp(v->valuestring, "none") == 0)
+			mode = SR_NET_NONE;
+		else if (strcmp(v->valuestring, "egress") == 0)
+			mode = SR_NET_EGRESS;
+		else
+			return bad_value(c, "policy.network.mode", v,
+					 "is not a network mode (known: none, egress)");
+	}
+	if ((v = get(obj, "allow")) && net_allow(c, v, &n) < 0)
+		goto out;
+	if ((v = get(obj, "dns")) && net_dns(c, v, &n) < 0)
+		goto out;
+	if (mode == SR_NET_NONE && (n.n_allow || n.n_dns || n.dns_host)) {
+		bad(c, n.n_allow ? "policy.network.allow" : "policy.network.dns",
+		    "needs \"mode\": \"egress\" (mode \"none\" has only lo)");
+		goto out;
+	}
+	/* allow and dns, when given, replace what the policy had */
+	if (get(obj, "allow")) {
+		sr_net_allow *old = p->net.allow;
+		size_t n_old = p->net.n_allow;
+		p->net.allow = n.allow, p->net.n_allow = n.n_allow;
+		n.allow = old, n.n_allow = n_old;
+	}
+	if (get(obj, "dns")) {
+		sr_net_policy old = p->net;
+		p->net.dns_host = n.dns_host, p->net.n_dns = n.n_dns;
+		memcpy(p->net.dns, n.dns, sizeof n.dns);
+		n.dns_host = old.dns_host, n.n_dns = old.n_dns;
+		memcpy(n.dns, old.dns, sizeof n.dns);
+	}
+	if (mode == SR_NET_NONE)
+		net_policy_free(&p->net);
+	p->net_mode = mode;
+	rc = 0;
+out:
+	net_policy_free(&n);
+	return rc;
 }
 
 static char *env_entry(const struct ctx *c, const cJSON *it)
@@ -1419,6 +1636,7 @@ void sr_policy_free(sr_policy *p)
 	strv_free(p->checker.rules_off, p->checker.n_rules_off);
 	strv_free(p->warm.preload, p->warm.n_preload);
 	free(p->warm.warmup);
+	net_policy_free(&p->net);
 	free(p);
 }
 
@@ -1454,6 +1672,7 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 	*p = *src;
 	p->seccomp.rules = NULL;
 	p->seccomp.n_rules = 0;
+	p->net = (sr_net_policy){ .dns_host = src->net.dns_host };
 	int rc = str_dup(&p->name, src->name) | str_dup(&p->preset, src->preset) |
 		 str_dup(&p->profile, src->profile) | str_dup(&p->workdir, src->workdir) |
 		 strv_dup(&p->writable, src->writable, src->n_writable) |
@@ -1462,6 +1681,21 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
 		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload) |
 		 str_dup(&p->warm.warmup, src->warm.warmup);
+	if (rc == 0 && src->net.n_allow) {
+		p->net.allow = calloc(src->net.n_allow, sizeof *p->net.allow);
+		rc = p->net.allow ? 0 : -1;
+		for (size_t i = 0; rc == 0 && i < src->net.n_allow; i++) {
+			p->net.allow[i] = src->net.allow[i];
+			p->net.allow[i].cidr = p->net.allow[i].host = NULL;
+			p->net.n_allow = i + 1;
+			rc = str_dup(&p->net.allow[i].cidr, src->net.allow[i].cidr) |
+			     str_dup(&p->net.allow[i].host, src->net.allow[i].host);
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < src->net.n_dns; i++) {
+		rc = str_dup(&p->net.dns[i], src->net.dns[i]);
+		p->net.n_dns = i + 1;
+	}
 	if (rc == 0 && src->seccomp.n_rules) {
 		p->seccomp.rules = calloc(src->seccomp.n_rules, sizeof *p->seccomp.rules);
 		rc = p->seccomp.rules ? 0 : -1;
@@ -1770,12 +2004,52 @@ static int add_env(cJSON *root, const sr_policy *p)
 	return 0;
 }
 
+static int add_strings(cJSON *o, const char *key, char **v, size_t n);
+
+static cJSON *allow_json(const sr_net_allow *a)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o ||
+	    !cJSON_AddStringToObject(o, a->cidr ? "cidr" : "host", a->cidr ? a->cidr : a->host))
+		goto fail;
+	if (a->n_ports == 0) {
+		if (!cJSON_AddStringToObject(o, "ports", "*"))
+			goto fail;
+	} else {
+		cJSON *ports = cJSON_AddArrayToObject(o, "ports");
+		for (size_t i = 0; ports && i < a->n_ports; i++)
+			if (!cJSON_AddItemToArray(ports, cJSON_CreateNumber(a->ports[i])))
+				goto fail;
+		if (!ports)
+			goto fail;
+	}
+	if (!cJSON_AddStringToObject(o, "proto", a->proto == SR_NET_UDP ? "udp" : "tcp"))
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
 static int add_network(cJSON *root, const sr_policy *p)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, "network");
-
-	(void)p->net_mode; /* SR_NET_NONE is the only mode */
-	return o && cJSON_AddStringToObject(o, "mode", "none") ? 0 : -1;
+	if (!o ||
+	    !cJSON_AddStringToObject(o, "mode", p->net_mode == SR_NET_EGRESS ? "egress" : "none"))
+		return -1;
+	if (p->net_mode != SR_NET_EGRESS)
+		return 0;
+	cJSON *allow = cJSON_AddArrayToObject(o, "allow");
+	for (size_t i = 0; allow && i < p->net.n_allow; i++) {
+		cJSON *a = allow_json(&p->net.allow[i]);
+		if (!a || !cJSON_AddItemToArray(allow, a))
+			return -1;
+	}
+	if (!allow)
+		return -1;
+	if (p->net.n_dns == 0)
+		return cJSON_AddBoolToObject(o, "dns", p->net.dns_host) ? 0 : -1;
+	return add_strings(o, "dns", (char **)p->net.dns, p->net.n_dns);
 }
 
 static int add_strings(cJSON *o, const char *key, char **v, size_t n)

@@ -126,6 +126,20 @@ char *sr_result_to_json(const sr_result *res)
 	}
 	if (res->artifacts_truncated)
 		cJSON_AddBoolToObject(j, "artifacts_truncated", true);
+	if (res->net.egress) {
+		cJSON *net = cJSON_AddObjectToObject(j, "network");
+		cJSON_AddStringToObject(net, "mode", "egress");
+		cJSON_AddStringToObject(net, "address", res->net.address);
+		cJSON_AddNumberToObject(net, "denied_packets", (double)res->net.denied_packets);
+		cJSON *den = cJSON_AddArrayToObject(net, "denied");
+		for (size_t i = 0; i < res->net.n_denied; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "address", res->net.denied[i].address);
+			cJSON_AddStringToObject(o, "proto", res->net.denied[i].proto);
+			cJSON_AddNumberToObject(o, "port", res->net.denied[i].port);
+			cJSON_AddItemToArray(den, o);
+		}
+	}
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

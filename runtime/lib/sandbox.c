@@ -30,6 +30,7 @@
 #include "cgroup.h"
 #include "checker.h"
 #include "contain.h"
+#include "egress.h"
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
@@ -183,6 +184,7 @@ static int prepare(sr_box *r, sr_error *err)
 		.code_size = r->req->code_size,
 		.files = r->req->files,
 		.n_files = r->req->n_files,
+		.resolv_conf = r->egress ? sr_egress_resolv_conf(r->egress) : NULL,
 	};
 	if (sr_mounts_plan(&spec, &r->plan, err) ||
 	    sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))
@@ -333,7 +335,7 @@ int sr_box_start(sr_box *r, sr_error *err)
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
 	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
-	    sr_net_setup(r->pidfd, r->p->net_mode, err))
+	    sr_net_setup(r->pidfd, err) || (r->egress && sr_egress_start(r->egress, r->pid, err)))
 		return -1;
 	if (write(r->sync[1], "g", 1) != 1)
 		return sr_fail(err, errno, "release the sandbox");
@@ -454,6 +456,8 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 		oc->have_exit = true;
 		oc->wstatus = W_EXITCODE(oc->done_status & 0xff, 0);
 	}
+	if (r->egress)
+		sr_egress_collect(r->egress, &r->res->net);
 	if (rc == 0)
 		classify(r->res, oc, &st, &lim);
 	return rc;
@@ -481,6 +485,8 @@ void sr_box_cleanup(sr_box *r)
 		close_fd(fds[i]);
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
+	sr_egress_free(r->egress);
+	r->egress = NULL;
 	sr_cgroup_destroy(r->cg, NULL);
 	r->cg = NULL;
 	sr_mounts_plan_free(&r->plan);
@@ -509,6 +515,10 @@ void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 
 int sr_box_prepare(sr_box *b, sr_error *err)
 {
+	/* Names resolve before anything changes on the host. The zygote
+	 * (warm.c) keeps no network of its own: egress runs are cold. */
+	if (b->p->net_mode == SR_NET_EGRESS && !b->zygote && sr_egress_plan(b->p, &b->egress, err))
+		return -1;
 	if (prepare(b, err) || sr_cgroup_create(b->res->id, &b->p->limits, &b->cg, err) ||
 	    open_pipes(b, err))
 		return -1;

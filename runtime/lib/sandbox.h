@@ -33,6 +33,7 @@ typedef struct sr_box {
 	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
 	int pidfd;
 	pid_t pid;
+	struct sr_egress *egress; /* network mode egress: veth and rules, else NULL */
 } sr_box;
 
 /* Every fd -1, nothing allocated. */

@@ -346,7 +346,7 @@ static wbox *spawn(sr_warm *w, sr_error *err)
 	for (int i = 0; i < x->b.n_join_fds; i++)
 		close_fd(&x->b.join_fds[i]);
 	x->b.n_join_fds = 0;
-	if (rc || sr_net_setup(x->b.pidfd, w->p->net_mode, err) || await_ready(x, err))
+	if (rc || sr_net_setup(x->b.pidfd, err) || await_ready(x, err))
 		goto fail;
 	return x;
 fail:
@@ -615,6 +615,10 @@ static const char *unfit(const sr_warm *w, const sr_run_request *req)
 	if (a->limits.tmpfs_bytes != b->limits.tmpfs_bytes ||
 	    a->limits.open_files != b->limits.open_files)
 		return "another tmpfs size or open-files limit";
+	/* A warm sandbox has only lo; its veth and rules would have to be
+	 * built per run anyway (docs/network.md). */
+	if (b->net_mode == SR_NET_EGRESS)
+		return "an egress network (cold path only)";
 	if (a->net_mode != b->net_mode)
 		return "another network mode";
 	if (!same_seccomp(&a->seccomp, &b->seccomp))

@@ -328,9 +328,11 @@ static void test_document_errors(void)
 	    "{} x",
 	    "t.json: policy: unexpected text after the JSON document at line 1, column 4 (byte 3)");
 	expect_error("{\"network\": {\"mode\": \"host\"}}",
-		     "t.json: policy.network.mode: \"host\" is not a network mode (known: none)");
-	expect_error("{\"network\": {\"egress\": []}}",
-		     "t.json: policy.network.egress: unknown key (known: mode, comment)");
+		     "t.json: policy.network.mode: \"host\" is not a network mode (known: none, "
+		     "egress)");
+	expect_error(
+	    "{\"network\": {\"egress\": []}}",
+	    "t.json: policy.network.egress: unknown key (known: mode, allow, dns, comment)");
 
 	/* no origin: the path alone */
 	sr_error err = { 0 };
@@ -905,6 +907,26 @@ static void test_warm_warmup(void)
 	free(doc);
 }
 
+static void test_dup_copies_the_network_section(void)
+{
+	sr_policy *p = load("{\"network\": {\"mode\": \"egress\", \"allow\": [{\"cidr\": "
+			    "\"198.18.0.0/24\", \"ports\": [80, 443]}, {\"host\": \"localhost\", "
+			    "\"ports\": \"*\"}], "
+			    "\"dns\": [\"198.18.0.53\"]}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *want = sr_policy_to_json(p);
+	sr_policy *d = sr_policy_dup(p);
+	CHECK(d && d->net.allow != p->net.allow && d->net.dns[0] != p->net.dns[0]);
+	sr_policy_free(p);
+	char *got = d ? sr_policy_to_json(d) : NULL;
+	CHECK_STR(got, want);
+	free(got);
+	free(want);
+	sr_policy_free(d);
+}
+
 static void test_dup_is_a_deep_copy(void)
 {
 	sr_policy *p =
@@ -937,6 +959,110 @@ static void test_dup_is_a_deep_copy(void)
 	free(got);
 	free(want);
 	sr_policy_free(d);
+}
+
+#define EGRESS(allow) "{\"network\": {\"mode\": \"egress\", \"allow\": [" allow "]}}"
+
+static void test_network_egress(void)
+{
+	sr_policy *p = load(
+	    "{\"network\": {\"mode\": \"egress\", \"allow\": [{\"cidr\": \"198.18.0.0/24\", "
+	    "\"ports\": [80, 443]}, {\"host\": \"pypi.org\", \"ports\": \"*\", \"proto\": \"udp\", "
+	    "\"comment\": \"why\"}, {\"cidr\": \"198.18.0.7\", \"ports\": [53], \"proto\": "
+	    "\"tcp\"}], \"dns\": [\"198.18.0.53\"]}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->net_mode, SR_NET_EGRESS);
+	CHECK_INT(p->net.n_allow, 3);
+	CHECK_STR(p->net.allow[0].cidr, "198.18.0.0/24");
+	CHECK(p->net.allow[0].host == NULL);
+	CHECK_INT(p->net.allow[0].proto, SR_NET_TCP);
+	CHECK_INT(p->net.allow[0].n_ports, 2);
+	CHECK_INT(p->net.allow[0].ports[1], 443);
+	CHECK_STR(p->net.allow[1].host, "pypi.org");
+	CHECK_INT(p->net.allow[1].n_ports, 0);
+	CHECK_INT(p->net.allow[1].proto, SR_NET_UDP);
+	CHECK_STR(p->net.allow[2].cidr, "198.18.0.7/32"); /* a bare address is a /32 */
+	CHECK_INT(p->net.n_dns, 1);
+	CHECK_STR(p->net.dns[0], "198.18.0.53");
+	CHECK(!p->net.dns_host);
+	roundtrip(p);
+	sr_policy_free(p);
+
+	/* dns: true; a later mode none clears the list */
+	p = load("{\"network\": {\"mode\": \"egress\", \"dns\": true}}");
+	CHECK(p && p->net.dns_host && p->net.n_allow == 0);
+	if (p)
+		roundtrip(p);
+	sr_policy_free(p);
+	sr_policy *none = load("{\"network\": {\"mode\": \"none\"}}");
+	CHECK(none && none->net_mode == SR_NET_NONE && none->net.n_allow == 0);
+	sr_policy_free(none);
+}
+
+static void test_network_errors(void)
+{
+	expect_error(EGRESS("{\"cidr\": \"198.18.0.1/24\", \"ports\": [80]}"),
+		     "t.json: policy.network.allow[0].cidr: \"198.18.0.1/24\" has host bits set "
+		     "beyond /24");
+	expect_error(EGRESS("{\"cidr\": \"198.18.0.0/33\", \"ports\": [80]}"),
+		     "t.json: policy.network.allow[0].cidr: \"198.18.0.0/33\" is not an IPv4 CIDR "
+		     "(use \"198.18.0.0/24\")");
+	expect_error(EGRESS("{\"cidr\": \"2001:db8::/32\", \"ports\": [80]}"),
+		     "t.json: policy.network.allow[0].cidr: \"2001:db8::/32\" is IPv6: egress is "
+		     "IPv4 only");
+	expect_error(EGRESS("{\"cidr\": \"198.18.0.0/24\", \"ports\": [80]}, {\"ports\": [1]}"),
+		     "t.json: policy.network.allow[1]: needs exactly one of \"cidr\" and \"host\"");
+	expect_error(EGRESS("{\"cidr\": \"198.18.0.0/24\", \"host\": \"a.b\", \"ports\": [1]}"),
+		     "t.json: policy.network.allow[0]: needs exactly one of \"cidr\" and \"host\"");
+	expect_error(EGRESS("{\"host\": \"a b\", \"ports\": [1]}"),
+		     "t.json: policy.network.allow[0].host: \"a b\" is not a host name (letters, "
+		     "digits, '-' and '.')");
+	expect_error(
+	    EGRESS("{\"host\": \"a.b\"}"),
+	    "t.json: policy.network.allow[0].ports: missing (a list of ports, or \"*\" for "
+	    "every port)");
+	expect_error(EGRESS("{\"host\": \"a.b\", \"ports\": [80, 0]}"),
+		     "t.json: policy.network.allow[0].ports[1]: 0 is not a port (1 to 65535)");
+	expect_error(EGRESS("{\"host\": \"a.b\", \"ports\": [80, 65536]}"),
+		     "t.json: policy.network.allow[0].ports[1]: 65536 is not a whole number from 0 "
+		     "to 65535");
+	expect_error(EGRESS("{\"host\": \"a.b\", \"ports\": [80, 80]}"),
+		     "t.json: policy.network.allow[0].ports[1]: 80 is listed twice");
+	expect_error(
+	    EGRESS("{\"host\": \"a.b\", \"ports\": []}"),
+	    "t.json: policy.network.allow[0].ports: expected \"*\" or a non-empty array of "
+	    "ports, got []");
+	expect_error(
+	    EGRESS("{\"host\": \"a.b\", \"ports\": \"all\"}"),
+	    "t.json: policy.network.allow[0].ports: expected \"*\" or a non-empty array of "
+	    "ports, got \"all\"");
+	expect_error(EGRESS("{\"host\": \"a.b\", \"ports\": [1], \"proto\": \"icmp\"}"),
+		     "t.json: policy.network.allow[0].proto: \"icmp\" is not a protocol (known: "
+		     "tcp, udp)");
+	expect_error(EGRESS("{\"host\": \"a.b\", \"ports\": [1], \"port\": 2}"),
+		     "t.json: policy.network.allow[0].port: unknown key (known: cidr, host, ports, "
+		     "proto, comment)");
+	expect_error("{\"network\": {\"mode\": \"egress\", \"allow\": {}}}",
+		     "t.json: policy.network.allow: expected an array of destinations, got {}");
+	expect_error(
+	    "{\"network\": {\"mode\": \"egress\", \"dns\": [\"127.0.0.53\"]}}",
+	    "t.json: policy.network.dns[0]: \"127.0.0.53\" is a loopback address: the "
+	    "sandbox has its own lo, the host's resolvers on 127.0.0.0/8 are out of reach");
+	expect_error("{\"network\": {\"mode\": \"egress\", \"dns\": [\"8.8.8.8/32\"]}}",
+		     "t.json: policy.network.dns[0]: \"8.8.8.8/32\" is not an IPv4 address (use "
+		     "\"198.18.0.53\")");
+	expect_error("{\"network\": {\"mode\": \"egress\", \"dns\": \"yes\"}}",
+		     "t.json: policy.network.dns: expected true, false or an array of resolver "
+		     "addresses, got \"yes\"");
+	expect_error(
+	    "{\"network\": {\"allow\": [{\"cidr\": \"198.18.0.0/24\", \"ports\": \"*\"}]}}",
+	    "t.json: policy.network.allow: needs \"mode\": \"egress\" (mode \"none\" has "
+	    "only lo)");
+	expect_error("{\"network\": {\"mode\": \"none\", \"dns\": true}}",
+		     "t.json: policy.network.dns: needs \"mode\": \"egress\" (mode \"none\" has "
+		     "only lo)");
 }
 
 static void test_load_file(void)
@@ -1085,6 +1211,9 @@ int main(void)
 	test_to_json_round_trip();
 	test_warm_warmup();
 	test_dup_is_a_deep_copy();
+	test_dup_copies_the_network_section();
+	test_network_egress();
+	test_network_errors();
 	test_load_file();
 	test_default_ioctl_rules_cover_every_cmd_but_two();
 	test_default_clone_and_socket_rules_do_not_overlap();

@@ -1,0 +1,103 @@
+"""The egress network mode through saferund (docs/network.md): parallel
+runs in one daemon, a stateful session's runs, and the start-up clean-up of
+the host state (a crashed run's veth goes with its sandbox's network
+namespace; the host table inet saferun is removed once no sandbox veth is
+left)."""
+import concurrent.futures as cf
+import subprocess
+
+import pytest
+
+from conftest import HOST_POLICY
+from netns_server import ServerNetns, default_uplink
+
+
+def nft_tables():
+    return subprocess.run(["nft", "list", "tables"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def sandbox_links():
+    out = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    return [l.split()[0] for l in out.splitlines() if l.startswith("sr-")]
+
+
+def test_start_up_removes_a_stale_egress_table(make_daemon):
+    assert sandbox_links() == [], "an egress sandbox is running elsewhere"
+    d = make_daemon(start=False)
+    # what a supervisor that crashed mid-run leaves behind
+    subprocess.run(["nft", "-f", "-"], input="table inet saferun {\n"
+                   "  chain input { type filter hook input priority filter; policy accept;\n"
+                   "    iifname \"sr-*\" counter reject with icmpx admin-prohibited\n  }\n}\n",
+                   text=True, check=True)
+    assert "table inet saferun" in nft_tables()
+    try:
+        d.start()
+        assert "table inet saferun" not in nft_tables()
+        assert [l["msg"] for l in d.lines("cleanup")] == \
+            ["start-up: removed the egress table inet saferun left behind"], d.text()
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", "saferun"], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def tnet():
+    uplink = default_uplink()
+    fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
+    saved = open(fwd).read() if fwd else None
+    with ServerNetns() as t:
+        yield t
+    if fwd:
+        with open(fwd, "w") as f:
+            f.write(saved)
+
+
+PROBE = """
+import errno, socket
+for port in (8080, 8081):
+    try:
+        print(socket.create_connection(('{ip}', port), timeout=3).recv(100).decode())
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+"""
+
+
+def test_parallel_runs_and_a_session(make_daemon, tnet):
+    egress = {**HOST_POLICY, "network": {"mode": "egress", "allow": [
+        {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon("--max-runs", "4", policies={"default": HOST_POLICY, "egress": egress})
+    code = PROBE.format(ip=tnet.server)
+    with cf.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: d.run(code, policy="egress"), range(4)))
+    for r in results:
+        assert r["status"] == "ok", r
+        assert r["stdout"] == "hello from 8080\nEHOSTUNREACH\n", r
+        assert r["network"]["denied"] == [{"address": tnet.server, "proto": "tcp", "port": 8081}]
+    assert len({r["network"]["address"] for r in results}) == 4
+    # a stateful session keeps one sandbox (one veth) across runs; each
+    # run reports its own refusals
+    sid = d.post("/v1/sessions", {"stateful": True, "policy": "egress"}).json()["session_id"]
+    for _ in range(2):
+        r = d.post(f"/v1/sessions/{sid}/run", {"code": code}).json()
+        assert r["status"] == "ok", r
+        assert r["stdout"] == "hello from 8080\nEHOSTUNREACH\n", r
+        assert r["network"]["denied_packets"] == 1, r
+    assert len(sandbox_links()) == 1
+    with d.session() as s:
+        assert s.delete(d.url(f"/v1/sessions/{sid}"), timeout=60).status_code == 200
+    assert d.run("print(1)")["stdout"] == "1\n"
+    assert sandbox_links() == []
+    assert "table inet saferun" not in nft_tables()
+
+
+def test_a_warm_policy_runs_egress_cold(make_daemon, tnet):
+    # a warm pool's sandboxes have only lo: egress requests fall back cold
+    egress = {**HOST_POLICY, "warm": {"enabled": True, "pool_size": 1},
+              "network": {"mode": "egress", "allow": [
+                  {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon(policies={"default": HOST_POLICY, "egress": egress})
+    r = d.run(PROBE.format(ip=tnet.server), policy="egress")
+    assert r["status"] == "ok", r
+    assert r["path"] == "cold"
+    assert r["stdout"] == "hello from 8080\nEHOSTUNREACH\n", r
+    assert sandbox_links() == []

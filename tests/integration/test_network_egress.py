@@ -1,0 +1,432 @@
+"""network.mode "egress" (docs/network.md): a veth per sandbox, an allow list
+enforced by nftables rules in the sandbox's own namespace, the host out of
+reach, refusals in the result, nothing left behind.
+
+Every destination is a server in a network namespace this module creates,
+on the benchmarking range 198.18.0.0/15 (never a real address), joined to
+the host by a veth of its own: the sandbox's packets are routed and
+masqueraded by the host exactly as they would be to the outside."""
+import json
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import SAFERUN, profiles, saferun
+from netns_server import ServerNetns, default_uplink, ip
+
+# In the sandbox: try each (proto, address, port), print one line each:
+# the reply, or the errno's name.
+PROBE = r"""
+import errno, socket, struct
+def probe(proto, addr, port):
+    try:
+        if proto == "tcp":
+            s = socket.create_connection((addr, port), timeout=3)
+            return s.recv(100).decode()
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+        s.connect((addr, port))
+        if port == 53:
+            s.send(struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+                   + b"\x07example\x03com\x00\x00\x01\x00\x01")
+            r = s.recv(512)
+            return "A " + socket.inet_ntoa(r[-4:])
+        s.send(b"ping"); return s.recv(100).decode()
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+for proto, addr, port in TARGETS:
+    print(proto, addr, port, probe(proto, addr, port))
+"""
+
+
+def network_tools_missing():
+    """What the module needs to build its test network: None, or why not."""
+    missing = [t for t in ("ip", "nft") if not shutil.which(t)]
+    if missing:
+        return f"no {' or '.join(missing)} (iproute2, nftables)"
+    if subprocess.run(["nft", "list", "tables"], capture_output=True).returncode != 0:
+        return "the kernel has no nf_tables"
+    return None
+
+
+@pytest.fixture(scope="module")
+def tnet():
+    why = network_tools_missing()
+    if why:
+        pytest.skip(why)
+    # saferun turns forwarding on for the interface that leads to an
+    # allowed destination (docs/network.md); for 0.0.0.0/0 that is the
+    # host's default route: put it back as it was
+    uplink = default_uplink()
+    fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
+    saved = open(fwd).read() if fwd else None
+    try:
+        t = ServerNetns()
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"cannot build the test network ({' '.join(e.cmd)}): {e.stderr}")
+    yield t
+    t.close()
+    if fwd:
+        with open(fwd, "w") as f:
+            f.write(saved)
+
+
+def policy(tmp_path, allow, dns=None, mode="egress", **more):
+    net = {"mode": mode, "allow": allow}
+    if dns is not None:
+        net["dns"] = dns
+    path = tmp_path / "egress.json"
+    path.write_text(json.dumps({"network": net, **more}))
+    return str(path)
+
+
+def run_egress(pol, targets, *args, extra=""):
+    code = f"TARGETS = {targets!r}\n" + PROBE + extra
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, *args,
+                "-c", code)
+    assert p.stdout, p.stderr.decode()
+    res = json.loads(p.stdout)
+    lines = res["stdout"].splitlines()
+    res["_probes"] = {tuple(l.split(" ", 4)[:3]): l.split(" ", 3)[3] for l in lines
+                      if l.split(" ")[0] in ("tcp", "udp")}
+    return res
+
+
+def probe_result(res, proto, addr, port):
+    return res["_probes"][(proto, addr, str(port))]
+
+
+def leftovers():
+    """Host state an egress sandbox may create: veths, the table, addresses, routes."""
+    links = [l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()]
+    left = [f"link {l}" for l in links if l.startswith("sr-")]
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+    if "inet saferun" in tables:
+        left.append("table inet saferun")
+    left += [f"addr {l}" for l in ip("-4", "-o", "addr").stdout.splitlines() if " 10.213." in l]
+    left += [f"route {l}" for l in ip("-4", "route").stdout.splitlines() if "10.213." in l]
+    return left
+
+
+def test_allowed_destination_works_and_other_ports_are_refused(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080], "proto": "tcp"}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080), ("tcp", tnet.server, 8081),
+                           ("udp", tnet.server, 9999)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    # refused in the sandbox by an ICMP admin-prohibited: connect() fails
+    # with EHOSTUNREACH at once (a closed port would be ECONNREFUSED, a
+    # drop a timeout); a refused datagram fails its send() with EPERM
+    assert probe_result(res, "tcp", tnet.server, 8081) == "EHOSTUNREACH"
+    assert probe_result(res, "udp", tnet.server, 9999) == "EPERM"
+    net = res["network"]
+    assert net["mode"] == "egress" and net["address"].startswith("10.213.")
+    assert net["denied_packets"] == 2
+    assert sorted((d["address"], d["proto"], d["port"]) for d in net["denied"]) == [
+        (tnet.server, "tcp", 8081), (tnet.server, "udp", 9999)]
+
+
+# The sandboxed code tries to delete its rules (nf_tables over netlink, as
+# nft would) and to take its interface down: seccomp refuses the socket, and
+# it holds no CAP_NET_ADMIN in the user namespace that owns its network
+# namespace.
+TAMPER = r"""
+import errno, socket, struct
+def nlmsg(mtype, flags, seq, payload):
+    return struct.pack("=IHHII", 16 + len(payload), mtype, flags, seq, 0) + payload
+def tamper():
+    try:
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)  # NETLINK_NETFILTER
+        name = b"saferun\0"
+        attr = struct.pack("=HH", 4 + len(name), 1) + name + b"\0" * (-len(name) % 4)
+        batch = (nlmsg(0x10, 1, 1, struct.pack("=BBH", 0, 0, socket.htons(10)))
+                 + nlmsg(0x0a02, 1 | 4, 2, struct.pack("=BBH", 1, 0, 0) + attr)
+                 + nlmsg(0x11, 1, 3, struct.pack("=BBH", 0, 0, socket.htons(10))))
+        s.send(batch)
+        reply = s.recv(4096)
+        code = struct.unpack("=i", reply[16:20])[0]
+        return errno.errorcode.get(-code, str(code))
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+def ifdown():
+    import fcntl
+    s = socket.socket()
+    try:
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"eth0", 0))  # SIOCSIFFLAGS
+        return "changed"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+print("tamper", tamper())
+print("ifdown", ifdown())
+"""
+
+
+def test_the_code_cannot_change_its_rules_or_links(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [], extra=TAMPER + PROBE.replace(
+        "for proto", f"TARGETS = [('tcp', '{tnet.server}', 8081), ('tcp', '{tnet.server}', 8080)]"
+        "\nfor proto"))
+    assert res["status"] == "ok", res
+    lines = res["stdout"].splitlines()
+    # the default seccomp policy refuses netlink sockets outright; the
+    # interface change reaches the kernel and fails its capability check
+    assert "tamper EAFNOSUPPORT" in lines and "ifdown EPERM" in lines, lines
+    assert probe_result(res, "tcp", tnet.server, 8081) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+
+
+def test_udp_rule_and_port_wildcard(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*", "proto": "udp"}])
+    res = run_egress(pol, [("udp", tnet.server, 9999), ("tcp", tnet.server, 8080)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 9999) == "ping"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "EHOSTUNREACH"
+
+
+def test_destination_not_in_the_list_is_refused(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [("tcp", "192.0.2.77", 80), ("tcp", tnet.server, 8080)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", "192.0.2.77", 80) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    assert [(d["address"], d["port"]) for d in res["network"]["denied"]] == [("192.0.2.77", 80)]
+
+
+def test_host_is_unreachable_even_when_everything_is_allowed(tnet, tmp_path):
+    # host listeners on its loopback, on the test veth's host end and on
+    # the default route's address: the sandbox may reach none of them
+    host_addrs = [tnet.host_ip]
+    src = ip("-4", "route", "get", "192.0.2.1", check=False).stdout.split()
+    if "src" in src:
+        host_addrs.append(src[src.index("src") + 1])
+    listeners, accepted = [], []
+    for a in ["127.0.0.1", *host_addrs]:
+        s = socket.socket()
+        s.bind((a, 0))
+        s.listen()
+        s.settimeout(0.2)
+        listeners.append(s)
+    pol = policy(tmp_path, [{"cidr": "0.0.0.0/0", "ports": "*", "proto": "tcp"},
+                            {"cidr": "0.0.0.0/0", "ports": "*", "proto": "udp"}])
+    targets = [("tcp", s.getsockname()[0], s.getsockname()[1]) for s in listeners]
+    lo_port = targets[0][2]
+    gateway = "open('/proc/net/route').read()"
+    # cloud metadata (link-local) and multicast stay closed under 0.0.0.0/0 too
+    closed = [("tcp", "169.254.169.254", 80), ("udp", "224.0.0.251", 5353)]
+    try:
+        res = run_egress(pol, targets + closed + [("tcp", tnet.server, 8080)],
+                         extra=f"\nr = [l.split() for l in {gateway}.splitlines()[1:]]\n"
+                               "gw = [l[2] for l in r if l[1] == '00000000'][0]\n"
+                               "print('gw', socket.inet_ntoa(bytes.fromhex(gw)[::-1]))\n"
+                               "print('tcp gw 22', probe('tcp', socket.inet_ntoa("
+                               "bytes.fromhex(gw)[::-1]), 22))\n")
+        for s in listeners:
+            try:
+                accepted.append(s.accept())
+            except (socket.timeout, BlockingIOError):
+                pass
+    finally:
+        for s in listeners:
+            s.close()
+    assert res["status"] == "ok", res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    # the sandbox's 127.0.0.0/8 is its own lo: nothing listens there
+    assert probe_result(res, "tcp", "127.0.0.1", lo_port) == "ECONNREFUSED"
+    for (proto, a, port) in targets[1:]:
+        assert probe_result(res, proto, a, port) == "EHOSTUNREACH", (a, res["stdout"])
+    assert probe_result(res, "tcp", "gw", 22) == "EHOSTUNREACH"
+    assert probe_result(res, "tcp", "169.254.169.254", 80) == "EHOSTUNREACH"
+    assert probe_result(res, "udp", "224.0.0.251", 5353) == "EPERM"
+    assert not accepted
+    denied = {d["address"] for d in res["network"]["denied"]}
+    assert set(host_addrs) <= denied
+
+
+def test_host_address_added_during_the_run_is_refused_by_the_host_table(tnet, tmp_path):
+    # the sandbox's rules list the host's addresses at start; one the host
+    # gains later (inside an allowed CIDR) meets the host's input chain
+    late = f"{tnet.net}.5"
+    pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*"}])
+    code = ("TARGETS = []\n" + PROBE + "import time\ntime.sleep(2)\n"
+            f"print('late', probe('tcp', '{late}', 7001))\n")
+    srv = None
+    a = None
+    try:
+        a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                              "--policy", pol, "-c", code],
+                             stdout=subprocess.PIPE)
+        deadline = time.time() + 20
+        while time.time() < deadline and not [l for l in ip("-br", "link").stdout.splitlines()
+                                              if l.startswith("sr-")]:
+            time.sleep(0.02)
+        ip("addr", "add", f"{late}/32", "dev", tnet.host_if)
+        srv = socket.socket()
+        srv.bind((late, 7001))
+        srv.listen()
+        srv.settimeout(0.2)
+        res = json.loads(a.communicate(timeout=60)[0])
+        try:
+            accepted = srv.accept()
+        except socket.timeout:
+            accepted = None
+    finally:
+        if srv:
+            srv.close()
+        ip("addr", "del", f"{late}/32", "dev", tnet.host_if, check=False)
+        if a and a.poll() is None:
+            a.kill()
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip().splitlines()[-1] == "late EHOSTUNREACH", res
+    assert accepted is None
+
+
+def test_dns_is_refused_unless_allowed(tnet, tmp_path):
+    pol = policy(tmp_path, [])
+    res = run_egress(pol, [("udp", tnet.server, 53)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 53) == "EPERM"
+    assert res["network"]["denied"] == [{"address": tnet.server, "proto": "udp", "port": 53}]
+    pol = policy(tmp_path, [], dns=[tnet.server])
+    res = run_egress(pol, [("udp", tnet.server, 53), ("udp", tnet.server, 9999)])
+    assert res["status"] == "ok", res
+    assert probe_result(res, "udp", tnet.server, 53) == "A 198.18.0.99"
+    # the resolver's address is open on port 53 only
+    assert probe_result(res, "udp", tnet.server, 9999) == "EPERM"
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_names_resolve_through_the_allowed_resolver(tnet, tmp_path, profile):
+    # the sandbox's /etc/resolv.conf names the policy's resolvers, so
+    # ordinary lookups go to the (test's) resolver, and only there
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}], dns=[tnet.server])
+    code = ("import socket\nprint(open('/etc/resolv.conf').read().split('\\n')[0])\n"
+            "print(socket.gethostbyname('example.com'))\n")
+    p = saferun("run", "--json", "--no-check", "--profile", profile, "--policy", pol, "-c", code)
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok", res
+    assert res["stdout"].splitlines() == [f"nameserver {tnet.server}", "198.18.0.99"]
+
+
+def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
+    # a numeric name goes through getaddrinfo as any name does; a name
+    # that does not resolve refuses the run before anything is built
+    pol = policy(tmp_path, [{"host": tnet.server, "ports": [8080]}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080)])
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    pol = policy(tmp_path, [{"host": "no-such-host.invalid", "ports": [80]}])
+    p = saferun("run", "--no-check", "--policy", pol, "-c", "print(1)", timeout=120)
+    assert p.returncode == 2, p
+    assert b'policy.network.allow[0].host: "no-such-host.invalid" does not resolve' in p.stderr
+    assert not leftovers()
+
+
+@pytest.mark.parametrize("how", ["ok", "timeout", "killed", "error"])
+def test_nothing_is_left_on_the_host(tnet, tmp_path, how):
+    code = {"ok": "", "timeout": "\nimport time\ntime.sleep(60)\n",
+            "killed": "\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            "error": "\nraise SystemExit(3)\n"}[how]
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080)], "--timeout", "2", extra=code)
+    assert res["status"] == how, res
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    assert not leftovers()
+
+
+def test_concurrent_sandboxes_get_distinct_addresses(tnet, tmp_path):
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    code = (f"TARGETS = [('tcp', '{tnet.server}', 8080)]\n" + PROBE +
+            "import time\ntime.sleep(1.5)\n")
+    procs = [subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                               "--policy", pol, "-c", code], stdout=subprocess.PIPE)
+             for _ in range(3)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    for r in results:
+        assert r["status"] == "ok", r
+        assert r["stdout"].startswith(f"tcp {tnet.server} 8080 hello from 8080"), r
+    addrs = [r["network"]["address"] for r in results]
+    assert len(set(addrs)) == 3, addrs
+    assert not leftovers()
+
+
+def test_sandboxes_do_not_reach_each_other(tnet, tmp_path):
+    # a listening sandbox and one allowed everything: the host forwards
+    # nothing from one sandbox veth to another
+    pol = policy(tmp_path, [{"cidr": "0.0.0.0/0", "ports": "*"}])
+    listen = ("import socket, time\ns = socket.socket(); s.bind(('0.0.0.0', 7000)); s.listen()\n"
+              "s.settimeout(4)\ntry:\n    s.accept(); print('accepted')\nexcept OSError:\n"
+              "    print('nobody')\n")
+    a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                          "--policy", pol, "-c", listen], stdout=subprocess.PIPE)
+    deadline = time.time() + 20
+    addr = None
+    while time.time() < deadline and not addr:
+        out = ip("-4", "-o", "addr").stdout
+        hosts = [l.split()[3] for l in out.splitlines() if " sr-" in l and "10.213." in l]
+        if hosts:
+            base = hosts[0].split("/")[0].rsplit(".", 1)
+            addr = f"{base[0]}.{int(base[1]) + 1}"
+        time.sleep(0.05)
+    assert addr
+    res = run_egress(pol, [("tcp", addr, 7000)])
+    ra = json.loads(a.communicate(timeout=60)[0])
+    assert probe_result(res, "tcp", addr, 7000) == "EHOSTUNREACH"
+    assert ra["stdout"].strip() == "nobody", ra
+
+
+def test_checker_and_audit_hook_let_egress_code_connect(tnet, tmp_path):
+    # with the checker on: SR103 ("needs the network, which is off") is for
+    # mode none only; the runner's audit hook lets socket.connect through
+    code = (f"import socket\ns = socket.create_connection(('{tnet.server}', 8080), timeout=3)\n"
+            "print(s.recv(100).decode())\n")
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    p = saferun("run", "--json", "--profile", "host", "--policy", pol, "-c", code)
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "hello from 8080\n"
+    pol = policy(tmp_path, [], mode="none")
+    res = json.loads(saferun("run", "--json", "--profile", "host", "--policy", pol, "-c",
+                             code).stdout)
+    assert res["status"] == "rejected"
+    assert [f["rule"] for f in res["findings"]] == ["SR103"]
+
+
+def test_mode_none_has_only_lo(tmp_path):
+    pol = policy(tmp_path, [], mode="none")
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, "-c",
+                "import socket\nprint(socket.if_nameindex())")
+    res = json.loads(p.stdout)
+    assert res["stdout"].strip() == "[(1, 'lo')]"
+    assert "network" not in res
+
+
+def test_warm_path_refuses_egress_runs(tnet, tmp_path):
+    # a warm sandbox has only lo: an egress run is "unfit" for the pool
+    # and goes cold (warm.fallback "cold", the daemon's default) or, as
+    # `saferun run --warm` asks, is refused
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    p = saferun("run", "--warm", "--no-check", "--policy", pol, "-c", "print(1)")
+    assert p.returncode == 2
+    assert p.stderr.decode() == ("saferun: the warm path cannot take this run: "
+                                 "an egress network (cold path only)\n")
+    assert not leftovers()
+
+
+def test_policy_errors_name_the_field(tmp_path):
+    cases = [
+        ({"mode": "egress", "allow": [{"cidr": "198.18.0.1/24", "ports": [80]}]},
+         'policy.network.allow[0].cidr: "198.18.0.1/24" has host bits set beyond /24'),
+        ({"mode": "egress", "allow": [{"cidr": "198.18.0.0/24"}]},
+         "policy.network.allow[0].ports: missing"),
+        ({"mode": "none", "allow": [{"cidr": "198.18.0.0/24", "ports": "*"}]},
+         'policy.network.allow: needs "mode": "egress"'),
+    ]
+    for net, want in cases:
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({"network": net}))
+        p = saferun("policy", "check", str(path))
+        assert p.returncode == 2, p
+        assert want in p.stderr.decode(), p.stderr
