@@ -55,7 +55,7 @@ def test_artifacts_of_a_failed_or_timed_out_run_still_come_back():
     res = run("open('artifacts/partial.txt', 'w').write('so far')\n1/0")
     assert res["status"] == "error"
     assert [a["name"] for a in res["artifacts"]] == ["partial.txt"]
-    res = run("open('artifacts/t.txt', 'w').write('t')\nwhile True: pass", "--timeout", "1")
+    res = run("open('artifacts/t.txt', 'w').write('t')\nwhile True: pass", "--timeout", "3")
     assert res["status"] == "timeout"
     assert [a["name"] for a in res["artifacts"]] == ["t.txt"]
 
