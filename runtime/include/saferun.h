@@ -123,7 +123,24 @@ typedef struct sr_policy {
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
 	} warm;
+	/* Per-run Python packages (docs/dependencies.md): what a request may
+	 * ask for, where pip finds it, and the install's bounds. pip runs in
+	 * a sandbox of its own; the result is a read-only layer. */
+	struct sr_deps_policy {
+		char **allow; /* normalised names, or "*" for any */
+		size_t n_allow;
+		char **ignore; /* names dropped from every request */
+		size_t n_ignore;
+		char *wheelhouse; /* host dir of wheels (pip --no-index), or NULL */
+		char *index_url;  /* a package index (needs network egress), or NULL */
+		bool auto_detect; /* imports the profile lacks become requirements */
+		bool cache;       /* keep finished layers for the next run */
+		char *cache_dir;  /* NULL: SR_DEPS_CACHE_DIR */
+		unsigned cache_entries;
+		uint64_t install_wall_ms, install_memory_bytes, max_size_bytes;
+	} dependencies;
 } sr_policy;
+typedef struct sr_deps_policy sr_deps_policy;
 typedef struct sr_warm_policy sr_warm_policy;
 typedef struct sr_checker_policy sr_checker_policy;
 
@@ -166,7 +183,19 @@ typedef struct sr_run_request {
 	const char *const *allow; /* per call: names or rules the checker relaxes */
 	size_t n_allow;
 	bool no_check; /* skip the pre-execution checker */
+	/* Python packages the code needs, PEP 508 names with optional
+	 * version specifiers ("tabulate", "attrs>=22,<24"); checked against
+	 * policy->dependencies and installed into a read-only layer. */
+	const char *const *requirements;
+	size_t n_requirements;
+	/* A layer installed before (sr_deps_layer_path of a session's
+	 * layer): mounted as is, no requirements resolved. */
+	const char *deps_layer;
 } sr_run_request;
+
+#define SR_DEPS_CACHE_DIR   "/var/cache/saferun/deps"
+#define SR_DEPS_MAX_REQS    64
+#define SR_DEPS_REQ_MAX_LEN 200
 
 #define SR_DEFAULT_ROOTFS_DIR "/var/lib/saferun/rootfs"
 #define SR_MAX_CODE_BYTES     (4u << 20)
@@ -224,6 +253,16 @@ typedef struct sr_result {
 	sr_artifact *artifacts; /* sorted by name */
 	size_t n_artifacts;
 	bool artifacts_truncated; /* more than SR_ARTIFACTS_MAX files */
+	struct sr_deps_result {
+		char **installed; /* "name==version" in the layer, sorted */
+		size_t n_installed;
+		char **from_profile; /* requirements the rootfs already met */
+		size_t n_from_profile;
+		char **ignored; /* dropped by policy.dependencies.ignore */
+		size_t n_ignored;
+		bool cached;         /* the layer came from the cache: no pip ran */
+		uint64_t install_ms; /* pip's sandbox, start to end; 0: none ran */
+	} deps;
 } sr_result;
 
 /* Build a sandbox, run the code in it, tear everything down.
