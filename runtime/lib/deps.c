@@ -856,9 +856,35 @@ static int sort_requirements(const sr_run_request *req, const dists *have, sr_re
 	return 0;
 }
 
+/* The sandbox mounts path as an unprivileged user of the host: every dir
+ * on the way needs o+x, the last one o+rx. */
+static bool reachable(const char *path, bool read)
+{
+	char buf[4096];
+	struct stat st;
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode) || !(st.st_mode & S_IXOTH))
+			return false;
+		if (!c)
+			return !read || (st.st_mode & S_IROTH) != 0;
+		*p = c;
+	}
+}
+
 /* The sources pip may use, or why there is none. */
 static int check_source(const sr_deps_policy *d, sr_result *res)
 {
+	if (d->wheelhouse && !reachable(d->wheelhouse, true))
+		return dep_error(res,
+				 "policy.dependencies.wheelhouse %s is not a directory the sandbox "
+				 "can read (it and every dir above it need o+x, it needs o+r)",
+				 d->wheelhouse),
+		       1;
 	if (d->wheelhouse)
 		return 0;
 	if (d->index_url)
@@ -913,6 +939,14 @@ static int obtain(const sr_run_request *req, char *const *todo, size_t n, const 
 		}
 		if (make_dirs(dir, 0711) < 0) {
 			rc = sr_fail(err, errno, "create the dependency cache %s", dir);
+			goto out;
+		}
+		if (!reachable(dir, false)) {
+			rc = sr_refuse(err, EACCES,
+				       "the dependency cache %s cannot be mounted by the sandbox "
+				       "(it and every dir above it need o+x; see "
+				       "policy.dependencies.cache)",
+				       dir);
 			goto out;
 		}
 	}
