@@ -274,6 +274,24 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
 void sr_result_free(sr_result *res);
 const char *sr_status_name(sr_status s);
 
+/* ---- dependencies (docs/dependencies.md) -------------------------------- */
+
+/* A read-only layer of installed packages, mounted over the profile's
+ * /usr/local/lib/python3.X/dist-packages. sr_run makes and drops one per
+ * run by itself; a session keeps one for its life (req->deps_layer). */
+typedef struct sr_deps_layer sr_deps_layer;
+/* Resolve req->requirements against req->policy->dependencies: met by the
+ * rootfs, from the cache, or installed now by pip in a sandbox. Nothing to
+ * install: *out NULL. A dependency failure (not allowed, not found, pip
+ * failed, limits) sets res->status SR_STATUS_ERROR and res->message and
+ * returns 0; < 0 for a request refused outright (a malformed
+ * requirement). res->deps says what was installed, met, ignored, cached;
+ * res->id names pip's sandbox. */
+int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out, sr_error *err);
+const char *sr_deps_layer_path(const sr_deps_layer *l);
+/* Unlock a cache entry, or remove a private layer; NULL is fine. */
+void sr_deps_layer_release(sr_deps_layer *l);
+
 /* ---- the warm path (docs/warm.md) -------------------------------------- */
 
 /* A zygote interpreter with the policy's warm.preload imported, and
@@ -381,6 +399,7 @@ typedef struct sr_kernel_options {
 	const sr_policy *policy;
 	const char *rootfs_dir;        /* NULL: SR_DEFAULT_ROOTFS_DIR */
 	const sr_workspace *workspace; /* bound as the working dir; NULL: a fresh tmpfs */
+	const char *deps_layer;        /* sr_deps_layer_path of the session's layer, or NULL */
 } sr_kernel_options;
 
 int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);

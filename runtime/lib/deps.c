@@ -347,11 +347,11 @@ void sr_deps_result_free(struct sr_deps_result *d)
 	memset(d, 0, sizeof *d);
 }
 
-static char *profile_root(const sr_run_request *req, sr_error *err)
+static char *profile_root(const sr_policy *p, const char *rootfs_dir, sr_error *err)
 {
 	char *rootfs = NULL;
-	const char *dir = req->rootfs_dir ? req->rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
-	if (sr_mounts_find_profile(dir, req->policy->profile, &rootfs, err))
+	const char *dir = rootfs_dir ? rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
+	if (sr_mounts_find_profile(dir, p->profile, &rootfs, err))
 		return NULL;
 	return rootfs ? rootfs : strdup(""); /* host profile: the host's /usr */
 }
@@ -977,7 +977,7 @@ int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **o
 	if (req->n_requirements > SR_DEPS_MAX_REQS)
 		return sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d",
 				 req->n_requirements, SR_DEPS_MAX_REQS);
-	char *rootfs = profile_root(req, err), **todo = NULL;
+	char *rootfs = profile_root(req->policy, req->rootfs_dir, err), **todo = NULL;
 	size_t n_todo = 0;
 	dists have = { 0 };
 	int rc = -1;
@@ -1027,10 +1027,11 @@ void sr_deps_layer_release(sr_deps_layer *l)
 	free(l);
 }
 
-int sr_deps_bind(const sr_run_request *req, const char *layer, sr_bind *out, sr_error *err)
+int sr_deps_bind(const sr_policy *p, const char *rootfs_dir, const char *layer, sr_bind *out,
+		 sr_error *err)
 {
 	*out = (sr_bind){ 0 };
-	char *rootfs = profile_root(req, err), pat[4200];
+	char *rootfs = profile_root(p, rootfs_dir, err), pat[4200];
 	if (!rootfs)
 		return -1;
 	glob_t g;
@@ -1043,7 +1044,7 @@ int sr_deps_bind(const sr_run_request *req, const char *layer, sr_bind *out, sr_
 		int rc = sr_refuse(err, ENOENT,
 				   "profile %s has no /usr/local/lib/python3.X/dist-packages to "
 				   "mount the dependency layer on (a Debian python3 has one)",
-				   req->policy->profile);
+				   p->profile);
 		free(rootfs);
 		return rc;
 	}

@@ -12,8 +12,6 @@
 #include "mounts.h"
 #include "saferun.h"
 
-typedef struct sr_deps_layer sr_deps_layer;
-
 /* One requirement: a PEP 508 name and optional version specifiers, no
  * extras, markers, URLs, paths or options. norm gets the normalised name
  * (lower case, runs of -_. as one -). 0, or -1 with err naming
@@ -21,21 +19,10 @@ typedef struct sr_deps_layer sr_deps_layer;
 int sr_deps_check_requirement(const char *req, size_t index, char *norm, size_t norm_size,
 			      sr_error *err);
 
-/* Resolve req's requirements. Nothing to install: *out NULL. Else the
- * layer (from the cache, or installed now). A dependency failure (not
- * allowed, not found, pip failed, limits) is res->status = SR_STATUS_ERROR
- * with the reason in res->message, and returns 0; -1 only for a request
- * refused outright (a malformed requirement, no privileges). res->deps
- * says what was installed, met by the profile, ignored, cached. */
-int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out, sr_error *err);
-/* The layer's host dir (read-only to sandboxes). */
-const char *sr_deps_layer_path(const sr_deps_layer *l);
-/* Unlock (a cache entry) or remove (a private layer) it; NULL is fine. */
-void sr_deps_layer_release(sr_deps_layer *l);
-
-/* The bind of layer over the profile's /usr/local/lib/python3.X/
- * dist-packages for req's policy. */
-int sr_deps_bind(const sr_run_request *req, const char *layer, sr_bind *out, sr_error *err);
+/* The bind of layer over /usr/local/lib/python3.X/dist-packages of the
+ * policy's profile in rootfs_dir (NULL: the default). */
+int sr_deps_bind(const sr_policy *p, const char *rootfs_dir, const char *layer, sr_bind *out,
+		 sr_error *err);
 void sr_deps_bind_free(sr_bind *b);
 
 void sr_deps_result_free(struct sr_deps_result *d);

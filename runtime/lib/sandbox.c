@@ -610,7 +610,7 @@ int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
 	if (res->status != SR_STATUS_OK) /* the dependencies failed: nothing ran */
 		return 0;
 	const char *layer_path = layer ? sr_deps_layer_path(layer) : req->deps_layer;
-	if (layer_path && sr_deps_bind(req, layer_path, &bind, err) < 0) {
+	if (layer_path && sr_deps_bind(req->policy, req->rootfs_dir, layer_path, &bind, err) < 0) {
 		sr_deps_layer_release(layer);
 		return -1;
 	}
