@@ -204,8 +204,8 @@ static int load_files(const struct run_opts *o, sr_file *files)
 static int exit_code_for(const sr_result *res)
 {
 	switch (res->status) {
-	case SR_STATUS_OK:
-	case SR_STATUS_ERROR: return res->exit_code;
+	case SR_STATUS_OK: return res->exit_code;
+	case SR_STATUS_ERROR: return res->exit_code >= 0 ? res->exit_code : 1; /* no code ran */
 	case SR_STATUS_TIMEOUT: return EXIT_TIMEOUT;
 	case SR_STATUS_OUTPUT_LIMIT: return EXIT_OUTPUT;
 	case SR_STATUS_INTERNAL_ERROR:
@@ -225,7 +225,10 @@ static int print_result(const sr_result *res, bool json)
 		fwrite(res->out.data ? res->out.data : "", 1, res->out.len, stdout);
 		fflush(stdout);
 		fwrite(res->err.data ? res->err.data : "", 1, res->err.len, stderr);
-		if (res->status != SR_STATUS_OK && res->status != SR_STATUS_ERROR)
+		/* An error of the code's own explains itself; one before it
+		 * ran (its dependencies) does not. */
+		if (res->status != SR_STATUS_OK &&
+		    (res->status != SR_STATUS_ERROR || res->exit_code < 0))
 			fprintf(stderr, "saferun: %s\n", res->message);
 	}
 	return exit_code_for(res);

@@ -110,6 +110,10 @@ def test_not_allowed_is_an_error_naming_it_and_installs_nothing(place):
                               'policy.dependencies.allow (nothing was installed)')
     assert res["stdout"] == ""  # the code never ran
     assert cache_entries(place) == []
+    p = saferun("run", "--policy", policy(place, allow=[]), "-r", "tinyleaf", "-c", "print(1)")
+    assert p.returncode == 1 and p.stdout == b""
+    assert p.stderr.decode() == ('saferun: error: dependencies: "tinyleaf" is not allowed by '
+                                 'policy.dependencies.allow (nothing was installed)\n')
 
 
 def test_ignored_requirements_are_dropped(place):
