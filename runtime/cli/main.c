@@ -38,7 +38,7 @@ static const char usage[] =
     "       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
     "       saferun policy check FILE\n"
     "       saferun info\n"
-    "       saferun rootfs build PROFILE... | list\n"
+    "       saferun rootfs build PROFILE... | list | import IMAGE.tar [--name NAME]\n"
     "       saferun mcp [saferund options]   MCP server on stdin/stdout\n"
     "\n"
     "run options:\n"
@@ -522,12 +522,23 @@ static int cmd_policy(int argc, char **argv)
 	return 0;
 }
 
+/* rootfs build/list: scripts/build-rootfs; rootfs import: scripts/import-rootfs,
+ * which smoke-tests the imported tree with this binary (SAFERUN_BIN). */
 static int cmd_rootfs(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
-		return usage_error("usage: saferun rootfs build PROFILE... | list");
-	const char *script = getenv("SAFERUN_BUILD_ROOTFS");
-	script = script ? script : SAFERUN_BUILD_ROOTFS;
+	bool import = argc >= 2 && strcmp(argv[1], "import") == 0;
+	if (argc < 2 || (!import && strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
+		return usage_error(
+		    "usage: saferun rootfs build PROFILE... | list | import IMAGE.tar "
+		    "[--name NAME] [--force]");
+	const char *script = getenv(import ? "SAFERUN_IMPORT_ROOTFS" : "SAFERUN_BUILD_ROOTFS");
+	script = script ? script : import ? SAFERUN_IMPORT_ROOTFS : SAFERUN_BUILD_ROOTFS;
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (import && len > 0 && !getenv("SAFERUN_BIN")) {
+		self[len] = '\0';
+		setenv("SAFERUN_BIN", self, 1);
+	}
 	char **args = calloc((size_t)argc + 2, sizeof *args);
 	if (!args)
 		return EXIT_INTERNAL;
