@@ -11,6 +11,7 @@
  * write bits), so a cache entry is never a file a sandbox could write. */
 #include "deps.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -809,16 +810,19 @@ static sr_deps_layer *cache_store(const char *dir, const char *entry, const char
 
 /* Check and sort what req asks for into res->deps and *todo (normalised
  * requirement strings to install). Dependency errors land in res. */
-static int sort_requirements(const sr_run_request *req, const dists *have, sr_result *res,
-			     char ***todo, size_t *n_todo, sr_error *err)
+static int sort_requirements(const sr_run_request *req, char *const *reqs, size_t n, size_t n_asked,
+			     const dists *have, sr_result *res, char ***todo, size_t *n_todo,
+			     sr_error *err)
 {
 	const sr_deps_policy *d = &req->policy->dependencies;
-	for (size_t i = 0; i < req->n_requirements; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char norm[NAME_MAX_LEN + 1];
-		const char *r = req->requirements[i];
+		const char *r = reqs[i];
+		bool detected = i >= n_asked; /* a guess from the imports: never an error */
 		if (sr_deps_check_requirement(r, i, norm, sizeof norm, err) < 0)
 			return -1;
-		if (listed(d->ignore, d->n_ignore, norm)) {
+		if (listed(d->ignore, d->n_ignore, norm) ||
+		    (detected && !listed(d->allow, d->n_allow, norm))) {
 			if (strv_push(&res->deps.ignored, &res->deps.n_ignored, norm) < 0)
 				return sr_fail(err, ENOMEM, "dependencies");
 			continue;
@@ -968,17 +972,136 @@ out:
 	return rc;
 }
 
+/* ---- auto_detect: imports the profile lacks ---------------------------------------- */
+
+/* Run in a sandbox, over the run's own files: the code is parsed by
+ * Python's ast there, never on the host, and never runs. */
+static const char detect_py[] =
+    "import ast, importlib.util, json, sys\n"
+    "sys.path.insert(0, '.')\n"
+    "try:\n"
+    "    tree = ast.parse(open('.saferun-code.py', encoding='utf-8').read())\n"
+    "except (SyntaxError, ValueError):\n"
+    "    tree = ast.Module(body=[], type_ignores=[])\n"
+    "names = set()\n"
+    "for n in ast.walk(tree):\n"
+    "    if isinstance(n, ast.Import):\n"
+    "        names.update(a.name.split('.')[0] for a in n.names)\n"
+    "    elif isinstance(n, ast.ImportFrom) and not n.level and n.module:\n"
+    "        names.add(n.module.split('.')[0])\n"
+    "missing = []\n"
+    "for m in sorted(names):\n"
+    "    try:\n"
+    "        found = m in sys.builtin_module_names or importlib.util.find_spec(m) is not None\n"
+    "    except (ImportError, ValueError):\n"
+    "        found = False\n"
+    "    if not found:\n"
+    "        missing.append(m)\n"
+    "print(json.dumps(missing[:64]))\n";
+
+/* Import names whose distribution is called something else. */
+static const char *const module_dists[][2] = {
+	{ "sklearn", "scikit-learn" },
+	{ "skimage", "scikit-image" },
+	{ "yaml", "pyyaml" },
+	{ "PIL", "pillow" },
+	{ "cv2", "opencv-python" },
+	{ "bs4", "beautifulsoup4" },
+	{ "dateutil", "python-dateutil" },
+	{ "attr", "attrs" },
+	{ "dotenv", "python-dotenv" },
+	{ "jwt", "pyjwt" },
+	{ "serial", "pyserial" },
+	{ "Crypto", "pycryptodome" },
+};
+
+static int detect_imports(const sr_run_request *req, char ***out, size_t *n, sr_error *err)
+{
+	sr_policy dp = *req->policy; /* shallow: only scalars change */
+	static char *const env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work",
+				     "LANG=C.UTF-8", NULL };
+	dp.env = (char **)env;
+	dp.n_env = 3;
+	dp.net_mode = SR_NET_NONE;
+	dp.checker.enabled = false;
+	dp.warm.enabled = false;
+	dp.limits.wall_ms = 10000;
+	dp.limits.output_bytes = 64u << 10;
+	if (dp.limits.memory_bytes > 256u << 20)
+		dp.limits.memory_bytes = 256u << 20;
+	sr_file *files = calloc(req->n_files + 1, sizeof *files);
+	if (!files)
+		return sr_fail(err, ENOMEM, "detect imports");
+	memcpy(files, req->files, req->n_files * sizeof *files);
+	files[req->n_files] = (sr_file){ .name = ".saferun-code.py",
+					 .data = (void *)req->code,
+					 .size = req->code_size };
+	sr_run_request dr = { .policy = &dp,
+			      .code = detect_py,
+			      .code_size = sizeof detect_py - 1,
+			      .files = files,
+			      .n_files = req->n_files + 1,
+			      .rootfs_dir = req->rootfs_dir,
+			      .no_check = true };
+	sr_result r;
+	sr_box_init_result(&r, &dp);
+	int rc = sr_box_run_with(&dr, NULL, NULL, 0, &r, err);
+	free(files);
+	cJSON *list = rc == 0 && r.status == SR_STATUS_OK && r.out.data
+			  ? cJSON_ParseWithLength(r.out.data, r.out.len)
+			  : NULL;
+	if (rc == 0 && !cJSON_IsArray(list))
+		rc = sr_fail(err, EIO, "detect the code's imports: %s",
+			     r.status == SR_STATUS_OK ? "no answer" : r.message);
+	const cJSON *it;
+	cJSON_ArrayForEach(it, list)
+	{
+		const char *m = cJSON_GetStringValue(it);
+		char norm[NAME_MAX_LEN + 1];
+		sr_error ignore = { 0 };
+		if (!m || sr_deps_check_requirement(m, 0, norm, sizeof norm, &ignore) < 0 ||
+		    strpbrk(m, "<>=!~ ,"))
+			continue; /* not a name a requirement could be */
+		for (size_t k = 0; k < sizeof module_dists / sizeof *module_dists; k++)
+			if (strcmp(m, module_dists[k][0]) == 0)
+				m = module_dists[k][1];
+		if (strv_push(out, n, m) < 0) {
+			rc = sr_fail(err, ENOMEM, "detect imports");
+			break;
+		}
+	}
+	cJSON_Delete(list);
+	sr_result_free(&r);
+	return rc;
+}
+
+/* The request's requirements, then (auto_detect) what its imports lack. */
+static int gather(const sr_run_request *req, char ***all, size_t *n, sr_error *err)
+{
+	for (size_t i = 0; i < req->n_requirements; i++)
+		if (strv_push(all, n, req->requirements[i]) < 0)
+			return sr_fail(err, ENOMEM, "requirements");
+	if (req->policy->dependencies.auto_detect && req->code)
+		return detect_imports(req, all, n, err);
+	return 0;
+}
+
 int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out, sr_error *err)
 {
 	const sr_deps_policy *d = &req->policy->dependencies;
 	*out = NULL;
-	if (req->n_requirements == 0 || req->deps_layer)
+	if ((req->n_requirements == 0 && !(d->auto_detect && req->code)) || req->deps_layer)
 		return 0;
 	if (req->n_requirements > SR_DEPS_MAX_REQS)
 		return sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d",
 				 req->n_requirements, SR_DEPS_MAX_REQS);
-	char *rootfs = profile_root(req->policy, req->rootfs_dir, err), **todo = NULL;
-	size_t n_todo = 0;
+	for (size_t i = 0; i < req->n_requirements; i++) {
+		char norm[NAME_MAX_LEN + 1];
+		if (sr_deps_check_requirement(req->requirements[i], i, norm, sizeof norm, err))
+			return -1; /* before any sandbox runs */
+	}
+	char *rootfs = profile_root(req->policy, req->rootfs_dir, err), **todo = NULL, **all = NULL;
+	size_t n_todo = 0, n_all = 0;
 	dists have = { 0 };
 	int rc = -1;
 	if (!rootfs)
@@ -987,7 +1110,10 @@ int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **o
 		sr_fail(err, ENOMEM, "list the profile's packages");
 		goto out;
 	}
-	if ((rc = sort_requirements(req, &have, res, &todo, &n_todo, err)) != 0) {
+	if (gather(req, &all, &n_all, err) < 0)
+		goto out;
+	if ((rc = sort_requirements(req, all, n_all, req->n_requirements, &have, res, &todo,
+				    &n_todo, err)) != 0) {
 		rc = rc > 0 ? 0 : -1;
 		goto out;
 	}
@@ -1006,6 +1132,9 @@ out:
 	for (size_t i = 0; i < n_todo; i++)
 		free(todo[i]);
 	free(todo);
+	for (size_t i = 0; i < n_all; i++)
+		free(all[i]);
+	free(all);
 	free(have.v);
 	free(rootfs);
 	return rc;

@@ -266,3 +266,28 @@ def test_cache_keeps_at_most_cache_entries(place):
     assert len(entries) == 1
     with open(os.path.join(place, "cache", entries[0], "key")) as f:
         assert "req other-pkg\n" in f.read()
+
+
+def test_auto_detect_installs_missing_imports_the_policy_allows(place):
+    code = ("import json, tinytop\nfrom tinyleaf import VERSION\n"
+            "try:\n    import Other_Pkg\nexcept ImportError:\n    print('no other')\n"
+            "s = 'import notreal'\nprint(tinytop.VERSION, VERSION)\n")
+    pol = policy(place, allow=["tinytop", "tinyleaf"], ignore=[], auto_detect=True)
+    res = run(pol, code)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "no other\n2.0 1.0\n"
+    d = res["dependencies"]
+    assert d["installed"] == ["tinyleaf==1.0", "tinytop==2.0"]
+    assert d["ignored"] == ["other-pkg"]  # imported, not allowed: left out, not an error
+    # the ignore list holds for detected imports too
+    res = run(policy(place, allow=["*"], ignore=["tinytop"], auto_detect=True),
+              "import tinyleaf\ntry:\n    import tinytop\nexcept ImportError:\n    print('no')\n")
+    assert res["status"] == "ok" and res["stdout"] == "no\n", res
+    assert res["dependencies"]["ignored"] == ["tinytop"]
+
+
+def test_without_auto_detect_imports_install_nothing(place):
+    res = run(policy(place), "import tinyleaf")
+    assert res["status"] == "error" and "No module named 'tinyleaf'" in res["stderr"]
+    assert "dependencies" not in res
+    assert cache_entries(place) == []
