@@ -365,7 +365,8 @@ static int copy_file(int sdir, int ddir, const char *name, mode_t mode)
 	if (in < 0)
 		return -errno;
 	int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	int rc = out < 0 ? -errno : 0;
+	/* exact modes, whatever the caller's umask: sandboxes read these */
+	int rc = out < 0 || fchmod(out, mode) < 0 ? -errno : 0;
 	char buf[65536];
 	for (ssize_t got; rc == 0 && (got = read(in, buf, sizeof buf)) != 0;)
 		rc = got < 0 ? -errno : sr_write_all(out, buf, (size_t)got) < 0 ? -errno : 0;
@@ -402,6 +403,8 @@ static int copy_tree(int sdir, int ddir, int depth)
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
 			    (d2 = openat(ddir, e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+				rc = -errno;
+			else if (fchmod(d2, 0755) < 0)
 				rc = -errno;
 			else
 				rc = copy_tree(s2, d2, depth + 1);
@@ -527,7 +530,7 @@ static int make_dirs(const char *path, mode_t mode)
 		if (*p == '/' || !*p) {
 			char c = *p;
 			*p = '\0';
-			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			if (mkdir(buf, mode) == 0 ? chmod(buf, mode) < 0 : errno != EEXIST)
 				return -1;
 			if (!(*p = c))
 				return 0;
@@ -781,6 +784,7 @@ static sr_deps_layer *cache_store(const char *dir, const char *entry, const char
 	    (td = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
 	    mkdirat(td, "layer", 0755) < 0 ||
 	    (ld = openat(td, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fchmod(td, 0755) < 0 || fchmod(ld, 0755) < 0 ||
 	    (sd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		sr_fail(err, errno, "create cache entry %s", tmp);
 	} else if ((rc = copy_tree(sd, ld, 0)) < 0) {

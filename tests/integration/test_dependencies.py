@@ -291,3 +291,16 @@ def test_without_auto_detect_imports_install_nothing(place):
     assert res["status"] == "error" and "No module named 'tinyleaf'" in res["stderr"]
     assert "dependencies" not in res
     assert cache_entries(place) == []
+
+
+def test_a_restrictive_umask_still_gives_a_readable_layer(place):
+    pol = policy(place)
+    p = subprocess.run([os.environ.get("SAFERUN") or "saferun", "run", "--json", "--no-check",
+                        "--policy", pol, "-r", "tinytop", "-c",
+                        "import tinytop; print(tinytop.VERSION)"],
+                       capture_output=True, preexec_fn=lambda: os.umask(0o077), timeout=300)
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok" and res["stdout"] == "2.0\n", res
+    entry = os.path.join(place, "cache", cache_entries(place)[0])
+    assert os.stat(os.path.join(entry, "layer", "tinytop", "__init__.py")).st_mode & 0o777 == 0o644
+    assert os.stat(os.path.join(place, "cache")).st_mode & 0o777 == 0o711
