@@ -17,12 +17,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -676,6 +678,32 @@ static int json_reqs(char *const *reqs, size_t n, char **out)
 	return bad ? -1 : 0;
 }
 
+/* pip's workspaces ("ID-PID-pip") whose process is gone: a saferun killed
+ * in the middle of an install (or with a private layer in use). A live
+ * PID, even a reused one, keeps its entries: never remove what may be in
+ * use. */
+static void cleanup_stale(void)
+{
+	DIR *d = opendir(DEPS_WS_BASE);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 4, "-pip") != 0)
+			continue;
+		const char *dash = e->d_name + len - 5;
+		while (dash > e->d_name && isdigit((unsigned char)*dash))
+			dash--;
+		long pid = strtol(dash + 1, NULL, 10);
+		if (*dash != '-' || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", DEPS_WS_BASE, e->d_name);
+		umount2(path, MNT_DETACH);
+		remove_tree(path); /* the tmpfs is gone: an empty mount point */
+	}
+	if (d)
+		closedir(d);
+}
+
 /* pip installs reqs from the wheelhouse into WS/layer; 0, or the run's
  * status error in res (-1: refused before anything ran). */
 static int install(const sr_run_request *req, char *const *reqs, size_t n, const char *pip,
@@ -684,7 +712,8 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	const sr_deps_policy *d = &req->policy->dependencies;
 	sr_workspace *ws = NULL;
 	char id[64], *rj = NULL;
-	snprintf(id, sizeof id, "%s-pip", res->id);
+	snprintf(id, sizeof id, "%s-%d-pip", res->id, (int)getpid());
+	cleanup_stale();
 	if (sr_workspace_create(DEPS_WS_BASE, id, d->max_size_bytes, &ws, err) ||
 	    json_reqs(reqs, n, &rj) ||
 	    sr_workspace_write(ws, "requirements.json", rj, strlen(rj), err) ||

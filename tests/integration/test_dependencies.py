@@ -304,3 +304,26 @@ def test_a_restrictive_umask_still_gives_a_readable_layer(place):
     entry = os.path.join(place, "cache", cache_entries(place)[0])
     assert os.stat(os.path.join(entry, "layer", "tinytop", "__init__.py")).st_mode & 0o777 == 0o644
     assert os.stat(os.path.join(place, "cache")).st_mode & 0o777 == 0o711
+
+
+def test_an_install_removes_workspaces_of_dead_processes(place):
+    # what a saferun killed in the middle of an install leaves: a mounted tmpfs
+    p = subprocess.Popen(["sleep", "0"])
+    p.wait()  # a pid that is gone
+    stale = os.path.join(DEPS_WS, f"sr-0123456789abcdef-{p.pid}-pip")
+    live = os.path.join(DEPS_WS, f"sr-0123456789abcdef-{os.getpid()}-pip")
+    for d in (stale, live):
+        os.makedirs(d)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", d], check=True)
+        open(os.path.join(d, "layer"), "w").close()
+    try:
+        res = run(policy(place, cache=False), "import tinyleaf", "tinyleaf")
+        assert res["status"] == "ok", res
+        assert not os.path.exists(stale)
+        assert not [m for m in deps_mounts() if stale in m]
+        assert os.path.exists(os.path.join(live, "layer"))  # a live pid's stays
+    finally:
+        for d in (stale, live):
+            subprocess.run(["umount", d], capture_output=True)
+            if os.path.isdir(d):
+                shutil.rmtree(d)
