@@ -40,8 +40,12 @@ def deps_policy(place, cache):
 
 @pytest.fixture
 def dd(make_daemon, place):
+    warm = deps_policy(place, os.path.join(place, "cache"))
+    warm["warm"] = {"enabled": True, "preload": [], "pool_size": 1, "fallback": "cold"}
+    strict = dict(warm, warm=dict(warm["warm"], fallback="error"))
     return make_daemon(policies={"default": deps_policy(place, os.path.join(place, "cache")),
-                                 "private": deps_policy(place, False)})
+                                 "private": deps_policy(place, False), "warm": warm,
+                                 "strict": strict})
 
 
 def test_run_installs_requirements_and_says_so(dd):
@@ -114,3 +118,16 @@ def test_mcp_run_python_takes_requirements(dd):
     schema = next(t for t in tools if t["name"] == "run_python")["inputSchema"]
     assert schema["properties"]["requirements"]["type"] == "array"
     m.http.close()
+
+
+def test_a_warm_policy_runs_requirements_cold(dd):
+    body = dd.post("/v1/run", {"code": "import tinyleaf; print(tinyleaf.VERSION)",
+                               "requirements": ["tinyleaf"], "policy": "warm"}).json()
+    assert body["status"] == "ok" and body["path"] == "cold", body
+    assert dd.post("/v1/run", {"code": "print(1)", "policy": "warm"}).json()["path"] in (
+        "warm", "cold")
+    # fallback "error": refused, saying why
+    r = dd.post("/v1/run", {"code": "import tinyleaf", "requirements": ["tinyleaf"],
+                            "policy": "strict"})
+    assert r.status_code == 503, r.text
+    assert "requirements (a dependency layer is mounted at set-up)" in r.json()["error"]
