@@ -334,7 +334,7 @@ static int dep_error(sr_result *res, const char *fmt, ...)
 void sr_deps_result_free(struct sr_deps_result *d)
 {
 	char **lists[] = { d->installed, d->from_profile, d->ignored };
-	size_t counts[] = { d->n_installed, d->n_from_profile, d->n_ignored };
+	const size_t counts[] = { d->n_installed, d->n_from_profile, d->n_ignored };
 	for (int l = 0; l < 3; l++) {
 		for (size_t i = 0; i < counts[l]; i++)
 			free(lists[l][i]);
