@@ -38,7 +38,7 @@ static const char usage[] =
     "       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
     "       saferun policy check FILE\n"
     "       saferun info\n"
-    "       saferun rootfs build PROFILE... | list\n"
+    "       saferun rootfs build PROFILE... | list | import IMAGE.tar [--name NAME]\n"
     "       saferun mcp [saferund options]   MCP server on stdin/stdout\n"
     "\n"
     "run options:\n"
@@ -120,8 +120,9 @@ static int load_policy(const char *arg, sr_policy **p)
 struct run_opts {
 	const char *policy, *preset, *profile, *timeout, *memory, *cpus, *pids;
 	const char *stdin_path, *rootfs_dir, *code_arg;
-	char **env, **files, **allow;
-	int n_env, n_files, n_allow;
+	const char *reqs_file;
+	char **env, **files, **allow, **reqs;
+	int n_env, n_files, n_allow, n_reqs;
 	bool json, no_check, warm;
 };
 
@@ -203,8 +204,8 @@ static int load_files(const struct run_opts *o, sr_file *files)
 static int exit_code_for(const sr_result *res)
 {
 	switch (res->status) {
-	case SR_STATUS_OK:
-	case SR_STATUS_ERROR: return res->exit_code;
+	case SR_STATUS_OK: return res->exit_code;
+	case SR_STATUS_ERROR: return res->exit_code >= 0 ? res->exit_code : 1; /* no code ran */
 	case SR_STATUS_TIMEOUT: return EXIT_TIMEOUT;
 	case SR_STATUS_OUTPUT_LIMIT: return EXIT_OUTPUT;
 	case SR_STATUS_INTERNAL_ERROR:
@@ -224,14 +225,55 @@ static int print_result(const sr_result *res, bool json)
 		fwrite(res->out.data ? res->out.data : "", 1, res->out.len, stdout);
 		fflush(stdout);
 		fwrite(res->err.data ? res->err.data : "", 1, res->err.len, stderr);
-		if (res->status != SR_STATUS_OK && res->status != SR_STATUS_ERROR)
+		/* An error of the code's own explains itself; one before it
+		 * ran (its dependencies) does not. */
+		if (res->status != SR_STATUS_OK &&
+		    (res->status != SR_STATUS_ERROR || res->exit_code < 0))
 			fprintf(stderr, "saferun: %s\n", res->message);
 	}
 	return exit_code_for(res);
 }
 
+/* --requirements-file: one requirement per line; blank lines and # comments
+ * skipped. Appended to reqs (the buffer is kept in *text). */
+static int read_requirements(const char *path, char **text, char ***reqs, size_t *n)
+{
+	size_t size = 0;
+	int rc = slurp(path, 1u << 20, text, &size, "--requirements-file");
+	if (rc)
+		return rc;
+	char *grown = realloc(*text, size + 1);
+	if (!grown)
+		return usage_error("out of memory");
+	*text = grown;
+	grown[size] = '\0';
+	for (char *line = grown, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		size_t len = strlen(line);
+		while (len && strchr(" \t\r", line[len - 1]))
+			line[--len] = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (!*line)
+			continue;
+		char **v = realloc(*reqs, (*n + 1) * sizeof *v);
+		if (!v)
+			return usage_error("out of memory");
+		*reqs = v;
+		v[(*n)++] = line;
+	}
+	return 0;
+}
+
 static int run_code(const struct run_opts *o, const char *code, size_t code_size)
 {
+	char *reqs_text = NULL, **reqs = NULL;
+	size_t n_reqs = 0;
 	sr_policy *p = NULL;
 	sr_error err = { 0 };
 	sr_result res = { 0 };
@@ -246,6 +288,12 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 		rc = load_files(o, files);
 	if (!rc && o->stdin_path)
 		rc = slurp(o->stdin_path, MAX_FILE_BYTES, &in, &in_size, "--stdin");
+	if (!rc && o->n_reqs && !(reqs = calloc((size_t)o->n_reqs, sizeof *reqs)))
+		rc = usage_error("out of memory");
+	for (int i = 0; !rc && i < o->n_reqs; i++)
+		reqs[n_reqs++] = o->reqs[i];
+	if (!rc && o->reqs_file)
+		rc = read_requirements(o->reqs_file, &reqs_text, &reqs, &n_reqs);
 	if (!rc) {
 		sr_run_request req = { .policy = p,
 				       .code = code,
@@ -257,7 +305,9 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 				       .rootfs_dir = o->rootfs_dir,
 				       .allow = (const char *const *)o->allow,
 				       .n_allow = (size_t)o->n_allow,
-				       .no_check = o->no_check };
+				       .no_check = o->no_check,
+				       .requirements = (const char *const *)reqs,
+				       .n_requirements = n_reqs };
 		rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
 			 ? usage_error("%s", err.msg)
 			 : print_result(&res, o->json);
@@ -269,6 +319,8 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	}
 	free(files);
 	free(in);
+	free(reqs);
+	free(reqs_text);
 	sr_policy_free(p);
 	return rc;
 }
@@ -290,25 +342,38 @@ static int cmd_run(int argc, char **argv)
 		O_ROOTFS,
 		O_ALLOW,
 		O_NO_CHECK,
-		O_WARM
+		O_WARM,
+		O_REQ,
+		O_REQ_FILE
 	};
 	static const struct option longopts[] = {
-		{ "policy", 1, 0, O_POLICY },   { "preset", 1, 0, O_PRESET },
-		{ "profile", 1, 0, O_PROFILE }, { "timeout", 1, 0, O_TIMEOUT },
-		{ "memory", 1, 0, O_MEMORY },   { "cpus", 1, 0, O_CPUS },
-		{ "pids", 1, 0, O_PIDS },       { "env", 1, 0, O_ENV },
-		{ "file", 1, 0, O_FILE },       { "stdin", 1, 0, O_STDIN },
-		{ "json", 0, 0, O_JSON },       { "rootfs-dir", 1, 0, O_ROOTFS },
-		{ "allow", 1, 0, O_ALLOW },     { "no-check", 0, 0, O_NO_CHECK },
-		{ "warm", 0, 0, O_WARM },       { 0, 0, 0, 0 },
+		{ "policy", 1, 0, O_POLICY },
+		{ "preset", 1, 0, O_PRESET },
+		{ "profile", 1, 0, O_PROFILE },
+		{ "timeout", 1, 0, O_TIMEOUT },
+		{ "memory", 1, 0, O_MEMORY },
+		{ "cpus", 1, 0, O_CPUS },
+		{ "pids", 1, 0, O_PIDS },
+		{ "env", 1, 0, O_ENV },
+		{ "file", 1, 0, O_FILE },
+		{ "stdin", 1, 0, O_STDIN },
+		{ "json", 0, 0, O_JSON },
+		{ "rootfs-dir", 1, 0, O_ROOTFS },
+		{ "allow", 1, 0, O_ALLOW },
+		{ "no-check", 0, 0, O_NO_CHECK },
+		{ "warm", 0, 0, O_WARM },
+		{ "requirement", 1, 0, O_REQ },
+		{ "requirements-file", 1, 0, O_REQ_FILE },
+		{ 0, 0, 0, 0 },
 	};
 	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
 			      .files = calloc((size_t)argc, sizeof(char *)),
-			      .allow = calloc((size_t)argc, sizeof(char *)) };
+			      .allow = calloc((size_t)argc, sizeof(char *)),
+			      .reqs = calloc((size_t)argc, sizeof(char *)) };
 	int c, rc = 0;
 	opterr = 0;
 	/* "+": options stop at the script, like python3 itself. */
-	while (rc == 0 && (c = getopt_long(argc, argv, "+c:", longopts, NULL)) != -1) {
+	while (rc == 0 && (c = getopt_long(argc, argv, "+c:r:", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_POLICY: o.policy = optarg; break;
 		case O_PRESET: o.preset = optarg; break;
@@ -325,6 +390,9 @@ static int cmd_run(int argc, char **argv)
 		case O_ALLOW: o.allow[o.n_allow++] = optarg; break;
 		case O_NO_CHECK: o.no_check = true; break;
 		case O_WARM: o.warm = true; break;
+		case 'r':
+		case O_REQ: o.reqs[o.n_reqs++] = optarg; break;
+		case O_REQ_FILE: o.reqs_file = optarg; break;
 		case 'c': o.code_arg = optarg; break;
 		default:
 			rc = usage_error(
@@ -350,6 +418,7 @@ static int cmd_run(int argc, char **argv)
 	free(o.env);
 	free(o.files);
 	free(o.allow);
+	free(o.reqs);
 	return rc;
 }
 
@@ -453,12 +522,23 @@ static int cmd_policy(int argc, char **argv)
 	return 0;
 }
 
+/* rootfs build/list: scripts/build-rootfs; rootfs import: scripts/import-rootfs,
+ * which smoke-tests the imported tree with this binary (SAFERUN_BIN). */
 static int cmd_rootfs(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
-		return usage_error("usage: saferun rootfs build PROFILE... | list");
-	const char *script = getenv("SAFERUN_BUILD_ROOTFS");
-	script = script ? script : SAFERUN_BUILD_ROOTFS;
+	bool import = argc >= 2 && strcmp(argv[1], "import") == 0;
+	if (argc < 2 || (!import && strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
+		return usage_error(
+		    "usage: saferun rootfs build PROFILE... | list | import IMAGE.tar "
+		    "[--name NAME] [--force]");
+	const char *script = getenv(import ? "SAFERUN_IMPORT_ROOTFS" : "SAFERUN_BUILD_ROOTFS");
+	script = script ? script : import ? SAFERUN_IMPORT_ROOTFS : SAFERUN_BUILD_ROOTFS;
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (import && len > 0 && !getenv("SAFERUN_BIN")) {
+		self[len] = '\0';
+		setenv("SAFERUN_BIN", self, 1);
+	}
 	char **args = calloc((size_t)argc + 2, sizeof *args);
 	if (!args)
 		return EXIT_INTERNAL;

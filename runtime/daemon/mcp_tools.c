@@ -50,6 +50,10 @@ static const char run_python_schema[] =
     "\"allow\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "
     "\"What the checker may let pass: a flagged name (\\\"open\\\", \\\"exec\\\"), a rule "
     "name or a rule id (\\\"SR201\\\"). Only what the operator's policy permits.\"},"
+    "\"requirements\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "
+    "\"description\": \"Python packages the code needs beyond get_packages: names with "
+    "optional versions (\\\"tabulate\\\", \\\"attrs>=22\\\"), installed for this run if the "
+    "policy allows them; the result says what was installed.\"},"
     "\"policy\": {\"type\": \"string\", \"description\": \"A policy name the operator "
     "defined; default: the server's.\"}"
     "}, \"required\": [\"code\"], \"additionalProperties\": false}";

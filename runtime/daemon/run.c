@@ -49,7 +49,10 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 int srd_run_refused(const sr_error *err, srd_ferr *e)
 {
 	switch (err->errnum) {
-	case EINVAL: return srd_fail(e, 400, NULL, "%s", err->msg);
+	case EINVAL:
+		return srd_fail(e, 400,
+				strncmp(err->msg, "requirements", 12) == 0 ? "requirements" : NULL,
+				"%s", err->msg);
 	case EILSEQ: return srd_fail(e, 400, "code", "%s", err->msg);
 	case EFBIG: return srd_fail(e, 413, NULL, "%s", err->msg);
 	case EAGAIN: /* a warm policy with fallback "error", its zygote down */
@@ -136,6 +139,8 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.rootfs_dir = ctx->cfg->rootfs_dir,
 		.allow = o->allow,
 		.n_allow = o->n_allow,
+		.requirements = o->requirements,
+		.n_requirements = o->n_requirements,
 	};
 	uint64_t t0 = srd_now_ms();
 	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK) {

@@ -8,13 +8,15 @@
 #define MIB (1024.0 * 1024.0)
 
 static const char *const run_keys[] = {
-	"code", "policy", "timeout", "memory", "cpus", "env", "files", "stdin", "allow", NULL,
+	"code",  "policy", "timeout", "memory",       "cpus", "env",
+	"files", "stdin",  "allow",   "requirements", NULL,
 };
 /* A session fixes its policy, memory, CPUs and environment when it is
  * created (its sandbox identity); each of its runs brings code, stdin, an
  * allow list, files and at most a lower timeout. */
 static const char *const session_keys[] = {
-	"policy", "timeout", "memory", "cpus", "env", "files", "allow", "stateful", NULL,
+	"policy", "timeout", "memory",   "cpus",         "env",
+	"files",  "allow",   "stateful", "requirements", NULL,
 };
 static const char *const session_run_keys[] = {
 	"code", "timeout", "stdin", "allow", "files", NULL,
@@ -199,6 +201,32 @@ static int parse_allow(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 	return 0;
 }
 
+/* requirements: ["attrs", "tabulate>=0.9"]; the library checks each
+ * against PEP 508 and the policy (docs/dependencies.md). */
+static int parse_requirements(const cJSON *v, srd_run_opts *o, srd_ferr *e)
+{
+	char field[64];
+	if (!cJSON_IsArray(v))
+		return srd_fail(e, 400, "requirements",
+				"\"requirements\" must be an array of strings (\"attrs\", "
+				"\"attrs>=22\"), not %s",
+				srd_json_kind(v));
+	size_t n = (size_t)cJSON_GetArraySize(v);
+	if (n > SR_DEPS_MAX_REQS)
+		return srd_fail(e, 400, "requirements", "\"requirements\" has %zu entries, over %d",
+				n, SR_DEPS_MAX_REQS);
+	if (n && !(o->requirements = calloc(n, sizeof *o->requirements)))
+		return srd_fail(e, 500, NULL, "out of memory");
+	for (const cJSON *it = v->child; it; it = it->next) {
+		snprintf(field, sizeof field, "requirements[%zu]", o->n_requirements);
+		if (!cJSON_IsString(it))
+			return srd_fail(e, 400, field, "%s must be a string, not %s", field,
+					srd_json_kind(it));
+		o->requirements[o->n_requirements++] = it->valuestring;
+	}
+	return 0;
+}
+
 static int parse_stateful(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 {
 	if (!cJSON_IsBool(v))
@@ -234,7 +262,7 @@ int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o,
 		{ "timeout", parse_timeout },   { "memory", parse_memory },
 		{ "cpus", parse_cpus },         { "env", parse_env },
 		{ "files", parse_files },       { "allow", parse_allow },
-		{ "stateful", parse_stateful },
+		{ "stateful", parse_stateful }, { "requirements", parse_requirements },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		const cJSON *v = srd_json_get(obj, fields[i].key);
@@ -251,6 +279,7 @@ void srd_run_opts_free(srd_run_opts *o)
 	free(o->env);
 	free(o->files);
 	free(o->allow);
+	free(o->requirements);
 	memset(o, 0, sizeof *o);
 }
 

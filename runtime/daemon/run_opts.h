@@ -32,7 +32,9 @@ typedef struct srd_run_opts {
 	size_t stdin_len;
 	const char **allow; /* array owned */
 	size_t n_allow;
-	bool stateful; /* a session's: one interpreter for all its runs */
+	bool stateful;             /* a session's: one interpreter for all its runs */
+	const char **requirements; /* array owned; strings in the document */
+	size_t n_requirements;
 } srd_run_opts;
 
 typedef enum srd_opts_kind {
@@ -41,7 +43,8 @@ typedef enum srd_opts_kind {
 	SRD_OPTS_SESSION_RUN, /* POST /v1/sessions/{id}/run */
 } srd_opts_kind;
 
-/* {code, policy?, timeout?, memory?, cpus?, env?, files?, stdin?, allow?} */
+/* {code, policy?, timeout?, memory?, cpus?, env?, files?, stdin?, allow?,
+ * requirements?} */
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e);
 /* The same for the session bodies: each kind takes its own keys. */
 int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o, srd_ferr *e);

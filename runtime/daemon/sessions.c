@@ -16,6 +16,8 @@ struct srd_session {
 	char policy_name[128];
 	sr_policy *policy;
 	sr_workspace *ws;
+	sr_deps_layer *layer; /* its requirements, installed at creation */
+	sr_result deps;       /* what they were: deps only */
 	bool stateful;
 	/* Taken by a run for its whole length: one interpreter, one run. */
 	pthread_mutex_t run_lock;
@@ -63,6 +65,8 @@ int srd_sessions_open(const srd_config *cfg, srd_sessions **out, char *msg, size
 static void destroy(srd_session *ss)
 {
 	sr_kernel_stop(ss->kernel);
+	sr_deps_layer_release(ss->layer);
+	sr_result_free(&ss->deps);
 	sr_workspace_destroy(ss->ws);
 	sr_policy_free(ss->policy);
 	pthread_mutex_destroy(&ss->run_lock);
@@ -285,6 +289,31 @@ static srd_session *new_session(srd_ctx *ctx, sr_policy *p, const char *name, sr
 	return ss;
 }
 
+/* The session's requirements, once, for all its runs: the layer lives
+ * with the session. */
+static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, srd_ferr *e)
+{
+	if (!o->n_requirements)
+		return 0;
+	sr_run_request req = { .policy = ss->policy,
+			       .rootfs_dir = ctx->cfg->rootfs_dir,
+			       .requirements = o->requirements,
+			       .n_requirements = o->n_requirements };
+	sr_result *r = &ss->deps;
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "ss-%s", ss->id);
+	sr_error err = { 0 };
+	sigset_t old;
+	srd_unmask_signals(&old);
+	int rc = sr_deps_prepare(&req, r, &ss->layer, &err);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0)
+		return srd_run_refused(&err, e);
+	if (r->status != SR_STATUS_OK)
+		return srd_fail(e, 422, "requirements", "%s", r->message);
+	return 0;
+}
+
 int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, srd_session **out,
 		       srd_ferr *e)
 {
@@ -312,7 +341,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	srd_session *ss = new_session(ctx, p, name, e);
 	if (!ss) {
 		sr_policy_free(p);
-	} else if (write_files(ss, o, e)) {
+	} else if (write_files(ss, o, e) || install_requirements(ctx, ss, o, e)) {
 		destroy(ss); /* frees p too */
 		ss = NULL;
 	}
@@ -349,7 +378,8 @@ static int ensure_kernel(srd_ctx *ctx, srd_session *ss, sr_error *err)
 		return 0;
 	sr_kernel_options ko = { .policy = ss->policy,
 				 .rootfs_dir = ctx->cfg->rootfs_dir,
-				 .workspace = ss->ws };
+				 .workspace = ss->ws,
+				 .deps_layer = sr_deps_layer_path(ss->layer) };
 	sr_kernel *k = NULL;
 	sigset_t old;
 	srd_unmask_signals(&old);
@@ -458,6 +488,16 @@ cJSON *srd_session_json(srd_session *ss)
 	cJSON_AddNumberToObject(j, "idle_s", (double)(now - ss->used_ms) / 1000.0);
 	cJSON_AddNumberToObject(j, "runs", ss->runs);
 	cJSON_AddStringToObject(j, "workdir", ss->policy->workdir);
+	if (ss->deps.deps.n_installed || ss->deps.deps.n_from_profile || ss->deps.deps.n_ignored) {
+		/* the result's own form, without the rest of a result */
+		char *text = sr_result_to_json(&ss->deps);
+		cJSON *full = text ? cJSON_Parse(text) : NULL;
+		cJSON *d = full ? cJSON_DetachItemFromObject(full, "dependencies") : NULL;
+		if (d)
+			cJSON_AddItemToObject(j, "dependencies", d);
+		cJSON_Delete(full);
+		free(text);
+	}
 	cJSON *disk = cJSON_AddObjectToObject(j, "disk");
 	if (sr_workspace_usage(ss->ws, &used, &cap, &err) == 0) {
 		cJSON_AddNumberToObject(disk, "used_bytes", (double)used);

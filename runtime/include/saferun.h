@@ -41,7 +41,7 @@ typedef struct sr_limits {
 
 typedef enum sr_net_mode {
 	SR_NET_NONE = 0, /* only lo, up */
-	SR_NET_EGRESS,   /* a veth to the host; outgoing traffic to the allow list only (docs/network.md) */
+	SR_NET_EGRESS, /* a veth to the host; outgoing traffic to the allow list only (docs/network.md) */
 } sr_net_mode;
 
 #define SR_NET_MAX_ALLOW 64 /* policy.network.allow entries */
@@ -66,7 +66,7 @@ typedef struct sr_net_allow {
 typedef struct sr_net_policy {
 	sr_net_allow *allow;
 	size_t n_allow;
-	bool dns_host; /* dns: true, the host's /etc/resolv.conf nameservers */
+	bool dns_host;             /* dns: true, the host's /etc/resolv.conf nameservers */
 	char *dns[SR_NET_MAX_DNS]; /* dns: ["198.18.0.53"], IPv4 resolvers */
 	size_t n_dns;
 } sr_net_policy;
@@ -130,7 +130,7 @@ typedef struct sr_policy {
 	size_t n_writable;
 	sr_net_mode net_mode;
 	sr_net_policy net; /* egress: destinations and DNS */
-	char **env; /* "KEY=VALUE", the complete environment */
+	char **env;        /* "KEY=VALUE", the complete environment */
 	size_t n_env;
 	sr_seccomp_policy seccomp;
 	struct sr_checker_policy {
@@ -158,7 +158,24 @@ typedef struct sr_policy {
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
 	} warm;
+	/* Per-run Python packages (docs/dependencies.md): what a request may
+	 * ask for, where pip finds it, and the install's bounds. pip runs in
+	 * a sandbox of its own; the result is a read-only layer. */
+	struct sr_deps_policy {
+		char **allow; /* normalised names, or "*" for any */
+		size_t n_allow;
+		char **ignore; /* names dropped from every request */
+		size_t n_ignore;
+		char *wheelhouse; /* host dir of wheels (pip --no-index), or NULL */
+		char *index_url;  /* a package index (needs network egress), or NULL */
+		bool auto_detect; /* imports the profile lacks become requirements */
+		bool cache;       /* keep finished layers for the next run */
+		char *cache_dir;  /* NULL: SR_DEPS_CACHE_DIR */
+		unsigned cache_entries;
+		uint64_t install_wall_ms, install_memory_bytes, max_size_bytes;
+	} dependencies;
 } sr_policy;
+typedef struct sr_deps_policy sr_deps_policy;
 typedef struct sr_warm_policy sr_warm_policy;
 typedef struct sr_checker_policy sr_checker_policy;
 
@@ -204,7 +221,19 @@ typedef struct sr_run_request {
 	const char *const *allow; /* per call: names or rules the checker relaxes */
 	size_t n_allow;
 	bool no_check; /* skip the pre-execution checker */
+	/* Python packages the code needs, PEP 508 names with optional
+	 * version specifiers ("tabulate", "attrs>=22,<24"); checked against
+	 * policy->dependencies and installed into a read-only layer. */
+	const char *const *requirements;
+	size_t n_requirements;
+	/* A layer installed before (sr_deps_layer_path of a session's
+	 * layer): mounted as is, no requirements resolved. */
+	const char *deps_layer;
 } sr_run_request;
+
+#define SR_DEPS_CACHE_DIR   "/var/cache/saferun/deps"
+#define SR_DEPS_MAX_REQS    64
+#define SR_DEPS_REQ_MAX_LEN 200
 
 #define SR_DEFAULT_ROOTFS_DIR "/var/lib/saferun/rootfs"
 #define SR_MAX_CODE_BYTES     (4u << 20)
@@ -244,9 +273,9 @@ typedef struct sr_artifact {
 #define SR_NET_DENIED_MAX 32
 /* What an egress sandbox tried and was refused (docs/network.md). */
 typedef struct sr_net_report {
-	bool egress;              /* the run had an egress network */
-	char address[16];         /* the sandbox's IPv4 address */
-	uint64_t denied_packets;  /* packets the rules refused */
+	bool egress;             /* the run had an egress network */
+	char address[16];        /* the sandbox's IPv4 address */
+	uint64_t denied_packets; /* packets the rules refused */
 	struct sr_net_denied {
 		char address[16]; /* destination */
 		char proto[4];    /* "tcp", "udp" */
@@ -277,6 +306,16 @@ typedef struct sr_result {
 	size_t n_artifacts;
 	bool artifacts_truncated; /* more than SR_ARTIFACTS_MAX files */
 	sr_net_report net;        /* egress runs: address and refused attempts */
+	struct sr_deps_result {
+		char **installed; /* "name==version" in the layer, sorted */
+		size_t n_installed;
+		char **from_profile; /* requirements the rootfs already met */
+		size_t n_from_profile;
+		char **ignored; /* dropped by policy.dependencies.ignore */
+		size_t n_ignored;
+		bool cached;         /* the layer came from the cache: no pip ran */
+		uint64_t install_ms; /* pip's sandbox, start to end; 0: none ran */
+	} deps;
 } sr_result;
 
 /* Build a sandbox, run the code in it, tear everything down.
@@ -287,6 +326,24 @@ typedef struct sr_result {
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
 void sr_result_free(sr_result *res);
 const char *sr_status_name(sr_status s);
+
+/* ---- dependencies (docs/dependencies.md) -------------------------------- */
+
+/* A read-only layer of installed packages, mounted over the profile's
+ * /usr/local/lib/python3.X/dist-packages. sr_run makes and drops one per
+ * run by itself; a session keeps one for its life (req->deps_layer). */
+typedef struct sr_deps_layer sr_deps_layer;
+/* Resolve req->requirements against req->policy->dependencies: met by the
+ * rootfs, from the cache, or installed now by pip in a sandbox. Nothing to
+ * install: *out NULL. A dependency failure (not allowed, not found, pip
+ * failed, limits) sets res->status SR_STATUS_ERROR and res->message and
+ * returns 0; < 0 for a request refused outright (a malformed
+ * requirement). res->deps says what was installed, met, ignored, cached;
+ * res->id names pip's sandbox. */
+int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out, sr_error *err);
+const char *sr_deps_layer_path(const sr_deps_layer *l);
+/* Unlock a cache entry, or remove a private layer; NULL is fine. */
+void sr_deps_layer_release(sr_deps_layer *l);
 
 /* ---- the warm path (docs/warm.md) -------------------------------------- */
 
@@ -395,6 +452,7 @@ typedef struct sr_kernel_options {
 	const sr_policy *policy;
 	const char *rootfs_dir;        /* NULL: SR_DEFAULT_ROOTFS_DIR */
 	const sr_workspace *workspace; /* bound as the working dir; NULL: a fresh tmpfs */
+	const char *deps_layer;        /* sr_deps_layer_path of the session's layer, or NULL */
 } sr_kernel_options;
 
 int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);

@@ -18,6 +18,7 @@
 
 #include "artifacts.h"
 #include "checker.h"
+#include "deps.h"
 #include "error.h"
 #include "sandbox.h"
 #include "util.h"
@@ -30,6 +31,7 @@ struct sr_kernel {
 	sr_run_request start;   /* the policy and rootfs it was built with */
 	sr_result info;         /* its id and cgroup mode */
 	const sr_workspace *ws; /* its working dir (artifacts/ is read after each run) */
+	sr_bind layer;          /* the session's dependency layer, if any */
 	bool alive;
 };
 
@@ -48,8 +50,17 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 	k->box.kernel = true;
 	k->box.workdir_host = o->workspace ? sr_workspace_path(o->workspace) : NULL;
 	k->ws = o->workspace;
+	if (o->deps_layer) {
+		if (sr_deps_bind(o->policy, o->rootfs_dir, o->deps_layer, &k->layer, err)) {
+			free(k);
+			return -1;
+		}
+		k->box.binds = &k->layer;
+		k->box.n_binds = 1;
+	}
 	if (sr_box_prepare(&k->box, err) || sr_box_start(&k->box, err)) {
 		sr_box_cleanup(&k->box);
+		sr_deps_bind_free(&k->layer);
 		free(k);
 		return -1;
 	}
@@ -210,5 +221,6 @@ void sr_kernel_stop(sr_kernel *k)
 	if (!k)
 		return;
 	sr_box_cleanup(&k->box);
+	sr_deps_bind_free(&k->layer);
 	free(k);
 }

@@ -408,6 +408,10 @@ int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
 	int rc = host ? plan_host_root(p) : (add(p, OP_BIND, 0, s->rootfs, NEWROOT) ? 0 : -1);
 	if (!rc)
 		rc = plan_writable(p, s, host);
+	for (size_t i = 0; !rc && i < s->n_binds; i++)
+		if (!add(p, OP_BIND, s->binds[i].rw ? OPF_RW : 0, s->binds[i].src, NEWROOT "%s",
+			 s->binds[i].dst))
+			rc = -1;
 	if (!rc)
 		rc = plan_dev(p);
 	if (!rc)

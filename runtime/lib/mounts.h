@@ -20,6 +20,13 @@ typedef struct sr_mount_plan {
 	size_t n, cap;
 } sr_mount_plan;
 
+/* A host path bound into the sandbox over an existing dst (a dir or file
+ * of the rootfs or of the working dir); read-only unless rw. */
+typedef struct sr_bind {
+	const char *src, *dst;
+	bool rw;
+} sr_bind;
+
 typedef struct sr_fs_spec {
 	const char *rootfs;  /* built profile root on the host, or NULL: host profile */
 	const char *workdir; /* inside the sandbox */
@@ -38,6 +45,8 @@ typedef struct sr_fs_spec {
 	/* /etc/resolv.conf's text (network egress with DNS), or NULL: the
 	 * rootfs's own (the host profile has none) */
 	const char *resolv_conf;
+	const sr_bind *binds; /* after the writable dirs, in order */
+	size_t n_binds;
 } sr_fs_spec;
 
 /* Where the profile lives: NULL rootfs for "host"; otherwise DIR/PROFILE,

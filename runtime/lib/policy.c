@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "checker_rules.h"
+#include "deps.h"
 #include "error.h"
 #include "saferun.h"
 #include "seccomp_cache.h"
@@ -42,6 +43,7 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_PRELOAD      64
 #define MAX_WARMUP_BYTES (64u << 10)
 #define MAX_MODULE_NAME  100
+#define MAX_DEP_NAMES    1024
 #define MAX_POOL_SIZE    64                 /* sandboxes kept ready by the warm path */
 #define JSON_MAX_EXACT   9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
@@ -1536,6 +1538,171 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 	return 0;
 }
 
+/* ---- dependencies (docs/dependencies.md) ---------------------------------------- */
+
+/* A PEP 503-normalised package name or "*": what allow and ignore hold. */
+static int check_dep_name(const struct ctx *c, const char *path, const cJSON *v,
+			  char *const *before, size_t n_before)
+{
+	char norm[160];
+	sr_error e = { 0 };
+	if (want_string(c, path, v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "*") != 0 &&
+	    (sr_deps_check_requirement(v->valuestring, 0, norm, sizeof norm, &e) < 0 ||
+	     strpbrk(v->valuestring, "<>=!~ ,")))
+		return bad_value(c, path, v,
+				 "is not a package name (letters, digits and . _ -, e.g. "
+				 "\"scikit-learn\"; or \"*\" for any)");
+	return listed_before(c, path, v, before, n_before);
+}
+
+/* Names are stored normalised, as requirements are compared. */
+static void normalise_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char norm[160];
+		sr_error e = { 0 };
+		if (strcmp(v[i], "*") != 0 &&
+		    sr_deps_check_requirement(v[i], 0, norm, sizeof norm, &e) == 0)
+			snprintf(v[i], strlen(v[i]) + 1, "%s", norm); /* never longer */
+	}
+}
+
+static int get_dep_size(const struct ctx *c, const char *path, const cJSON *v, uint64_t min,
+			uint64_t *out)
+{
+	uint64_t x;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= JSON_MAX_EXACT &&
+	    v->valuedouble == floor(v->valuedouble))
+		x = (uint64_t)v->valuedouble;
+	else if (!cJSON_IsString(v) || sr_parse_size(v->valuestring, &x) < 0)
+		return bad_value(c, path, v, "is not a size (use 512M, 1G, or bytes)");
+	if (x < min || x > (1ull << 40))
+		return bad_value(c, path, v, "is out of range (%lluM to 1T)",
+				 (unsigned long long)(min >> 20));
+	*out = x;
+	return 0;
+}
+
+static int get_dep_duration(const struct ctx *c, const char *path, const cJSON *v, uint64_t *out)
+{
+	uint64_t ms;
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
+		ms = (uint64_t)(v->valuedouble * 1000.0 + 0.5);
+	else if (!cJSON_IsString(v) || sr_parse_duration(v->valuestring, &ms) < 0)
+		return bad_value(c, path, v, "is not a duration (use 120, \"120s\", \"2m\")");
+	if (ms < 1000 || ms > 3600 * 1000)
+		return bad_value(c, path, v, "is out of range (1s to 1h)");
+	*out = ms;
+	return 0;
+}
+
+static int parse_dep_cache(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
+{
+	if (cJSON_IsBool(v)) {
+		d->cache = cJSON_IsTrue(v);
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return bad_type(c, "policy.dependencies.cache", v,
+				"true, false or an absolute path");
+	if (check_abs_path(c, "policy.dependencies.cache", v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "/") == 0)
+		return bad_value(c, "policy.dependencies.cache", v, "cannot be /");
+	d->cache = true;
+	return replace_str(&d->cache_dir, v->valuestring) < 0 ? oom(c) : 0;
+}
+
+static int parse_index_url(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
+{
+	static const char *const path = "policy.dependencies.index_url";
+	if (cJSON_IsNull(v)) {
+		free(d->index_url);
+		d->index_url = NULL;
+		return 0;
+	}
+	if (want_string(c, path, v) < 0)
+		return -1;
+	const char *s = v->valuestring;
+	size_t len = strlen(s);
+	bool ok = len < 2048 && (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0);
+	for (const char *q = s; ok && *q; q++)
+		ok = (unsigned char)*q > 0x20 && *q != 0x7f && *q != '"' && *q != '\\';
+	if (!ok || !s[strncmp(s, "https://", 8) == 0 ? 8 : 7])
+		return bad_value(c, path, v,
+				 "is not an index URL (http:// or https://, no spaces, e.g. "
+				 "\"https://pypi.org/simple\")");
+	return replace_str(&d->index_url, s) < 0 ? oom(c) : 0;
+}
+
+static int parse_wheelhouse(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
+{
+	if (cJSON_IsNull(v)) {
+		free(d->wheelhouse);
+		d->wheelhouse = NULL;
+		return 0;
+	}
+	if (check_abs_path(c, "policy.dependencies.wheelhouse", v) < 0)
+		return -1;
+	return replace_str(&d->wheelhouse, v->valuestring) < 0 ? oom(c) : 0;
+}
+
+static int parse_dependencies(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = { "allow",         "ignore",       "wheelhouse",
+					    "index_url",     "auto_detect",  "cache",
+					    "cache_entries", "install_time", "install_memory",
+					    "max_size",      "comment",      NULL };
+	sr_deps_policy *d = &p->dependencies;
+	const cJSON *v;
+	uint64_t n;
+
+	if (check_keys(c, "policy.dependencies", obj, keys) < 0)
+		return -1;
+	if ((v = get(obj, "allow")) &&
+	    parse_string_list(c, "policy.dependencies.allow", v, MAX_DEP_NAMES,
+			      "an array of package names (or [\"*\"])", check_dep_name, &d->allow,
+			      &d->n_allow) < 0)
+		return -1;
+	if ((v = get(obj, "ignore")) &&
+	    parse_string_list(c, "policy.dependencies.ignore", v, MAX_DEP_NAMES,
+			      "an array of package names", check_dep_name, &d->ignore,
+			      &d->n_ignore) < 0)
+		return -1;
+	normalise_names(d->allow, d->n_allow);
+	normalise_names(d->ignore, d->n_ignore);
+	if ((v = get(obj, "wheelhouse")) && parse_wheelhouse(c, v, d) < 0)
+		return -1;
+	if ((v = get(obj, "index_url")) && parse_index_url(c, v, d) < 0)
+		return -1;
+	if ((v = get(obj, "auto_detect")) &&
+	    get_bool(c, "policy.dependencies.auto_detect", v, &d->auto_detect) < 0)
+		return -1;
+	if ((v = get(obj, "cache")) && parse_dep_cache(c, v, d) < 0)
+		return -1;
+	if ((v = get(obj, "cache_entries"))) {
+		if (get_u64(c, "policy.dependencies.cache_entries", v, 100000, 0, &n) < 0)
+			return -1;
+		if (n == 0)
+			return bad_value(c, "policy.dependencies.cache_entries", v,
+					 "must be at least 1 (set \"cache\": false for no cache)");
+		d->cache_entries = (unsigned)n;
+	}
+	if ((v = get(obj, "install_time")) &&
+	    get_dep_duration(c, "policy.dependencies.install_time", v, &d->install_wall_ms) < 0)
+		return -1;
+	if ((v = get(obj, "install_memory")) &&
+	    get_dep_size(c, "policy.dependencies.install_memory", v, 64 * MIB,
+			 &d->install_memory_bytes) < 0)
+		return -1;
+	if ((v = get(obj, "max_size")) &&
+	    get_dep_size(c, "policy.dependencies.max_size", v, 1 * MIB, &d->max_size_bytes) < 0)
+		return -1;
+	return 0;
+}
+
 /* ---- documents ------------------------------------------------------------------ */
 
 static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON **out)
@@ -1579,9 +1746,9 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
-	static const char *const keys[] = { "preset",      "limits",  "filesystem", "network",
-					    "environment", "seccomp", "checker",    "warm",
-					    "comment",     NULL };
+	static const char *const keys[] = { "preset",       "limits",  "filesystem", "network",
+					    "environment",  "seccomp", "checker",    "warm",
+					    "dependencies", "comment", NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy", root, keys) < 0)
@@ -1601,6 +1768,8 @@ static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 	if ((v = get(root, "checker")) && parse_checker(c, v, p) < 0)
 		return -1;
 	if ((v = get(root, "warm")) && parse_warm(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "dependencies")) && parse_dependencies(c, v, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
 		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
@@ -1637,6 +1806,11 @@ void sr_policy_free(sr_policy *p)
 	strv_free(p->warm.preload, p->warm.n_preload);
 	free(p->warm.warmup);
 	net_policy_free(&p->net);
+	strv_free(p->dependencies.allow, p->dependencies.n_allow);
+	strv_free(p->dependencies.ignore, p->dependencies.n_ignore);
+	free(p->dependencies.wheelhouse);
+	free(p->dependencies.index_url);
+	free(p->dependencies.cache_dir);
 	free(p);
 }
 
@@ -1681,6 +1855,12 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
 		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload) |
 		 str_dup(&p->warm.warmup, src->warm.warmup);
+	const sr_deps_policy *d = &src->dependencies;
+	rc |= strv_dup(&p->dependencies.allow, d->allow, d->n_allow) |
+	      strv_dup(&p->dependencies.ignore, d->ignore, d->n_ignore) |
+	      str_dup(&p->dependencies.wheelhouse, d->wheelhouse) |
+	      str_dup(&p->dependencies.index_url, d->index_url) |
+	      str_dup(&p->dependencies.cache_dir, d->cache_dir);
 	if (rc == 0 && src->net.n_allow) {
 		p->net.allow = calloc(src->net.n_allow, sizeof *p->net.allow);
 		rc = p->net.allow ? 0 : -1;
@@ -1728,6 +1908,11 @@ static sr_policy *policy_new(const char *name)
 	p->checker.memory_bytes = 256 * MIB;
 	p->warm.pool_size = 2;
 	p->warm.fallback_cold = true;
+	p->dependencies.cache = true;
+	p->dependencies.cache_entries = 32;
+	p->dependencies.install_wall_ms = 120 * 1000;
+	p->dependencies.install_memory_bytes = 1024 * MIB;
+	p->dependencies.max_size_bytes = 512 * MIB;
 	return p;
 }
 
@@ -2095,6 +2280,32 @@ static int add_warm(cJSON *root, const sr_policy *p)
 	return 0;
 }
 
+static int add_dependencies(cJSON *root, const sr_policy *p)
+{
+	const sr_deps_policy *d = &p->dependencies;
+	cJSON *o = cJSON_AddObjectToObject(root, "dependencies");
+	char t[64], m[32], x[32];
+
+	snprintf(t, sizeof t, "%.3gs", (double)d->install_wall_ms / 1000.0);
+	fmt_size(d->install_memory_bytes, m, sizeof m);
+	fmt_size(d->max_size_bytes, x, sizeof x);
+	if (!o || add_strings(o, "allow", d->allow, d->n_allow) < 0 ||
+	    add_strings(o, "ignore", d->ignore, d->n_ignore) < 0 ||
+	    !(d->wheelhouse ? cJSON_AddStringToObject(o, "wheelhouse", d->wheelhouse)
+			    : cJSON_AddNullToObject(o, "wheelhouse")) ||
+	    !(d->index_url ? cJSON_AddStringToObject(o, "index_url", d->index_url)
+			   : cJSON_AddNullToObject(o, "index_url")) ||
+	    !cJSON_AddBoolToObject(o, "auto_detect", d->auto_detect) ||
+	    !(d->cache && d->cache_dir ? cJSON_AddStringToObject(o, "cache", d->cache_dir)
+				       : cJSON_AddBoolToObject(o, "cache", d->cache)) ||
+	    !cJSON_AddNumberToObject(o, "cache_entries", d->cache_entries) ||
+	    !cJSON_AddStringToObject(o, "install_time", t) ||
+	    !cJSON_AddStringToObject(o, "install_memory", m) ||
+	    !cJSON_AddStringToObject(o, "max_size", x))
+		return -1;
+	return 0;
+}
+
 char *sr_policy_to_json(const sr_policy *p)
 {
 	char *text = NULL;
@@ -2106,7 +2317,8 @@ char *sr_policy_to_json(const sr_policy *p)
 		goto out;
 	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
 	    add_network(root, p) < 0 || add_env(root, p) < 0 ||
-	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0 || add_warm(root, p) < 0)
+	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0 ||
+	    add_warm(root, p) < 0 || add_dependencies(root, p) < 0)
 		goto out;
 	text = cJSON_Print(root);
 out:

@@ -5,6 +5,7 @@
 
 #include "artifacts.h"
 #include "checker.h"
+#include "deps.h"
 #include "saferun.h"
 #include "util.h"
 
@@ -33,6 +34,7 @@ void sr_result_free(sr_result *res)
 	free(res->merged.data);
 	free(res->findings);
 	sr_artifacts_free(res);
+	sr_deps_result_free(&res->deps);
 	res->out = res->err = res->merged = (sr_buf){ 0 };
 	res->findings = NULL;
 	res->n_findings = 0;
@@ -77,6 +79,26 @@ static cJSON *limits_json(const sr_limits *l)
 	cJSON_AddNumberToObject(j, "output_bytes", (double)l->output_bytes);
 	cJSON_AddNumberToObject(j, "open_files", l->open_files);
 	return j;
+}
+
+static void add_names(cJSON *o, const char *key, char *const *v, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	for (size_t i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+}
+
+/* Only for a run that had requirements. */
+static void deps_json(cJSON *j, const struct sr_deps_result *d)
+{
+	if (!d->n_installed && !d->n_from_profile && !d->n_ignored && !d->cached && !d->install_ms)
+		return;
+	cJSON *o = cJSON_AddObjectToObject(j, "dependencies");
+	add_names(o, "installed", d->installed, d->n_installed);
+	add_names(o, "from_profile", d->from_profile, d->n_from_profile);
+	add_names(o, "ignored", d->ignored, d->n_ignored);
+	cJSON_AddBoolToObject(o, "cached", d->cached);
+	cJSON_AddNumberToObject(o, "install_ms", (double)d->install_ms);
 }
 
 char *sr_result_to_json(const sr_result *res)
@@ -140,6 +162,7 @@ char *sr_result_to_json(const sr_result *res)
 			cJSON_AddItemToArray(den, o);
 		}
 	}
+	deps_json(j, &res->deps);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

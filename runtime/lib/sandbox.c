@@ -30,6 +30,7 @@
 #include "cgroup.h"
 #include "checker.h"
 #include "contain.h"
+#include "deps.h"
 #include "egress.h"
 #include "error.h"
 #include "mounts.h"
@@ -185,6 +186,8 @@ static int prepare(sr_box *r, sr_error *err)
 		.files = r->req->files,
 		.n_files = r->req->n_files,
 		.resolv_conf = r->egress ? sr_egress_resolv_conf(r->egress) : NULL,
+		.binds = r->binds,
+		.n_binds = r->n_binds,
 	};
 	if (sr_mounts_plan(&spec, &r->plan, err) ||
 	    sr_seccomp_compile_cached(&p->seccomp, NULL, &r->filter, err))
@@ -587,10 +590,14 @@ void sr_box_collect_artifacts(sr_box *b)
 	sr_workspace_forget(ws);
 }
 
-int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
+int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+		    size_t n_binds, sr_result *res, sr_error *err)
 {
 	sr_box b;
 	sr_box_init(&b, req, res);
+	b.workdir_host = workdir_host;
+	b.binds = binds;
+	b.n_binds = n_binds;
 	if (sr_box_prepare(&b, err)) {
 		sr_box_cleanup(&b);
 		close_fd(&b.wd[0]);
@@ -608,6 +615,25 @@ int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
 	sr_box_collect_artifacts(&b);
 	close_fd(&b.wd[0]);
 	return 0;
+}
+
+int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	sr_deps_layer *layer = NULL;
+	sr_bind bind = { 0 };
+	if (sr_deps_prepare(req, res, &layer, err) < 0)
+		return -1;
+	if (res->status != SR_STATUS_OK) /* the dependencies failed: nothing ran */
+		return 0;
+	const char *layer_path = layer ? sr_deps_layer_path(layer) : req->deps_layer;
+	if (layer_path && sr_deps_bind(req->policy, req->rootfs_dir, layer_path, &bind, err) < 0) {
+		sr_deps_layer_release(layer);
+		return -1;
+	}
+	int rc = sr_box_run_with(req, NULL, &bind, layer_path ? 1 : 0, res, err);
+	sr_deps_bind_free(&bind);
+	sr_deps_layer_release(layer);
+	return rc;
 }
 
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)

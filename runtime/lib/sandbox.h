@@ -17,8 +17,10 @@ typedef struct sr_box {
 	const sr_run_request *req; /* kernel: code NULL, only the start-up settings */
 	const sr_policy *p;
 	const char *workdir_host; /* kernel: the workspace bound as the working dir */
-	bool kernel;              /* python serves runs over a control socket */
-	bool zygote;              /* the warm path's zygote: keeps its privileges */
+	const sr_bind *binds;     /* extra binds (a dependency layer, pip's inputs) */
+	size_t n_binds;
+	bool kernel; /* python serves runs over a control socket */
+	bool zygote; /* the warm path's zygote: keeps its privileges */
 	sr_result *res;
 	char *rootfs;
 	sr_mount_plan plan;
@@ -62,6 +64,11 @@ int sr_box_stdin_fd(const sr_run_request *req, sr_error *err);
 void sr_box_collect_artifacts(sr_box *b);
 /* The runner's audit-hook settings for req (caller frees), NULL if none. */
 char *sr_box_runner_guard(const sr_run_request *req);
-/* sr_run after the checks and the checker: a cold sandbox, start to end. */
+/* sr_run after the checks and the checker: the request's dependency
+ * layer (deps.c), then a cold sandbox, start to end. */
 int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err);
+/* A cold sandbox with workdir_host (NULL: tmpfs) as its working dir and
+ * binds added: pip's install sandbox (deps.c) and runs with a layer. */
+int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+		    size_t n_binds, sr_result *res, sr_error *err);
 #endif

@@ -623,6 +623,8 @@ static const char *unfit(const sr_warm *w, const sr_run_request *req)
 		return "another network mode";
 	if (!same_seccomp(&a->seccomp, &b->seccomp))
 		return "another seccomp policy";
+	if (req->n_requirements || req->deps_layer)
+		return "requirements (a dependency layer is mounted at set-up)";
 	return NULL;
 }
 

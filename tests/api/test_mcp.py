@@ -32,7 +32,7 @@ UNKNOWN_SID = "0123456789abcdef"  # the shape of a sandbox session id, never iss
 # tool -> (its arguments, the required ones)
 TOOLS = {
     "run_python": ({"code", "timeout", "files", "env", "allow", "stdin", "policy", "memory",
-                    "cpus"}, {"code"}),
+                    "cpus", "requirements"}, {"code"}),
     "check_python": ({"code", "allow", "policy"}, {"code"}),
     "create_session": (set(), set()),
     "execute_code": ({"session_id", "code", "ignore_dependencies", "ignore_unsafe_functions"},

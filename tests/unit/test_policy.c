@@ -315,11 +315,11 @@ static void test_document_errors(void)
 	expect_error("[1, 2]", "t.json: policy: expected an object, got an array");
 	expect_error("{\"foo\": 1}",
 		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, checker, warm, comment)");
+		     "environment, seccomp, checker, warm, dependencies, comment)");
 	expect_error(
 	    "{\"Limits\": {}}",
 	    "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
-	    "environment, seccomp, checker, warm, comment)");
+	    "environment, seccomp, checker, warm, dependencies, comment)");
 	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
 	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
 		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");
@@ -927,6 +927,25 @@ static void test_dup_copies_the_network_section(void)
 	sr_policy_free(d);
 }
 
+static void test_dup_copies_the_dependencies_section(void)
+{
+	sr_policy *p = load("{\"dependencies\": {\"allow\": [\"six\", \"attrs\"], \"ignore\": "
+			    "[\"torch\"], \"wheelhouse\": \"/srv/wheels\", \"cache\": true}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	char *want = sr_policy_to_json(p);
+	sr_policy *d = sr_policy_dup(p);
+	CHECK(d && d->dependencies.allow != p->dependencies.allow &&
+	      d->dependencies.wheelhouse != p->dependencies.wheelhouse);
+	sr_policy_free(p);
+	char *got = d ? sr_policy_to_json(d) : NULL;
+	CHECK_STR(got, want);
+	free(got);
+	free(want);
+	sr_policy_free(d);
+}
+
 static void test_dup_is_a_deep_copy(void)
 {
 	sr_policy *p =
@@ -1185,6 +1204,94 @@ static void test_default_clone_and_socket_rules_do_not_overlap(void)
 	sr_policy_free(p);
 }
 
+static void test_dependencies_section(void)
+{
+	sr_policy *p = load("{}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->dependencies.n_allow, 0); /* nothing may be installed by default */
+	CHECK(p->dependencies.wheelhouse == NULL && p->dependencies.index_url == NULL);
+	CHECK(p->dependencies.cache && p->dependencies.cache_dir == NULL);
+	CHECK(!p->dependencies.auto_detect);
+	CHECK_INT(p->dependencies.cache_entries, 32);
+	CHECK_INT(p->dependencies.install_wall_ms, 120000);
+	CHECK_INT(p->dependencies.install_memory_bytes, 1024ull << 20);
+	CHECK_INT(p->dependencies.max_size_bytes, 512ull << 20);
+	sr_policy_free(p);
+
+	p = load("{\"dependencies\": {\"allow\": [\"Scikit_Learn\", \"attrs\"], "
+		 "\"ignore\": [\"foo.bar\"], \"wheelhouse\": \"/srv/wheels\", "
+		 "\"index_url\": \"https://pypi.org/simple\", \"cache\": \"/srv/cache\", "
+		 "\"cache_entries\": 3, \"install_time\": \"2m\", \"install_memory\": \"256M\", "
+		 "\"max_size\": 1048576, \"auto_detect\": true, \"comment\": \"x\"}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_INT(p->dependencies.n_allow, 2);
+	if (p->dependencies.n_allow == 2)
+		CHECK_STR(p->dependencies.allow[0], "scikit-learn"); /* normalised */
+	CHECK_INT(p->dependencies.n_ignore, 1);
+	if (p->dependencies.n_ignore == 1)
+		CHECK_STR(p->dependencies.ignore[0], "foo-bar");
+	CHECK_STR(p->dependencies.wheelhouse, "/srv/wheels");
+	CHECK_STR(p->dependencies.index_url, "https://pypi.org/simple");
+	CHECK(p->dependencies.cache);
+	CHECK_STR(p->dependencies.cache_dir, "/srv/cache");
+	CHECK_INT(p->dependencies.cache_entries, 3);
+	CHECK_INT(p->dependencies.install_wall_ms, 120000);
+	CHECK_INT(p->dependencies.install_memory_bytes, 256ull << 20);
+	CHECK_INT(p->dependencies.max_size_bytes, 1048576);
+	CHECK(p->dependencies.auto_detect);
+	char *json = sr_policy_to_json(p);
+	CHECK(json && strstr(json, "\"allow\":\t[\"scikit-learn\", \"attrs\"]"));
+	free(json);
+	sr_policy_free(p);
+
+	p = load("{\"dependencies\": {\"allow\": [\"*\"], \"cache\": false}}");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK(!p->dependencies.cache);
+	CHECK_STR(p->dependencies.allow[0], "*");
+	sr_policy_free(p);
+}
+
+static void test_dependencies_errors(void)
+{
+	expect_error("{\"dependencies\": {\"allowed\": []}}",
+		     "t.json: policy.dependencies.allowed: unknown key (known: allow, ignore, "
+		     "wheelhouse, index_url, auto_detect, cache, cache_entries, install_time, "
+		     "install_memory, max_size, comment)");
+	expect_error("{\"dependencies\": {\"allow\": [\"numpy>=1\"]}}",
+		     "t.json: policy.dependencies.allow[0]: \"numpy>=1\" is not a package name "
+		     "(letters, digits and . _ -, e.g. \"scikit-learn\"; or \"*\" for any)");
+	expect_error("{\"dependencies\": {\"allow\": [\"ok\", \"../x\"]}}",
+		     "t.json: policy.dependencies.allow[1]: \"../x\" is not a package name "
+		     "(letters, digits and . _ -, e.g. \"scikit-learn\"; or \"*\" for any)");
+	expect_error("{\"dependencies\": {\"ignore\": [1]}}",
+		     "t.json: policy.dependencies.ignore[0]: expected a string, got 1");
+	expect_error("{\"dependencies\": {\"wheelhouse\": \"wheels\"}}",
+		     "t.json: policy.dependencies.wheelhouse: \"wheels\" must be an absolute path");
+	expect_error("{\"dependencies\": {\"index_url\": \"ftp://x\"}}",
+		     "t.json: policy.dependencies.index_url: \"ftp://x\" is not an index URL "
+		     "(http:// or https://, no spaces, e.g. \"https://pypi.org/simple\")");
+	expect_error("{\"dependencies\": {\"cache\": 1}}",
+		     "t.json: policy.dependencies.cache: expected true, false or an absolute "
+		     "path, got 1");
+	expect_error("{\"dependencies\": {\"cache_entries\": 0}}",
+		     "t.json: policy.dependencies.cache_entries: 0 must be at least 1 (set "
+		     "\"cache\": false for no cache)");
+	expect_error("{\"dependencies\": {\"install_time\": \"2h\"}}",
+		     "t.json: policy.dependencies.install_time: \"2h\" is out of range (1s to 1h)");
+	expect_error("{\"dependencies\": {\"install_memory\": \"12X\"}}",
+		     "t.json: policy.dependencies.install_memory: \"12X\" is not a size (use "
+		     "512M, 1G, or bytes)");
+	expect_error(
+	    "{\"dependencies\": {\"auto_detect\": \"yes\"}}",
+	    "t.json: policy.dependencies.auto_detect: expected true or false, got \"yes\"");
+}
+
 int main(void)
 {
 	test_default_policy_has_the_documented_values();
@@ -1202,6 +1309,8 @@ int main(void)
 	test_seccomp_size_caps();
 	test_warm_section();
 	test_warm_errors();
+	test_dependencies_section();
+	test_dependencies_errors();
 	test_warm_preload_names();
 	test_warm_preload_at_most_64();
 	test_long_values_are_cut_not_overflowed();
@@ -1212,6 +1321,7 @@ int main(void)
 	test_warm_warmup();
 	test_dup_is_a_deep_copy();
 	test_dup_copies_the_network_section();
+	test_dup_copies_the_dependencies_section();
 	test_network_egress();
 	test_network_errors();
 	test_load_file();
