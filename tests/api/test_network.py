@@ -1,9 +1,10 @@
 """The egress network mode through saferund (docs/network.md): parallel
 runs in one daemon, a stateful session's runs, and the start-up clean-up of
 the host state (a crashed run's veth goes with its sandbox's network
-namespace; the host table inet saferun is removed once no sandbox veth is
-left)."""
+namespace; the host table inet saferun is removed, and the uplinks'
+forwarding put back, once no sandbox veth is left)."""
 import concurrent.futures as cf
+import os
 import subprocess
 
 import pytest
@@ -52,6 +53,40 @@ def tnet():
             f.write(saved)
 
 
+FWD_STATE = "/run/saferun/egress.forwarding"
+
+
+def forwarding(ifname, value=None):
+    path = f"/proc/sys/net/ipv4/conf/{ifname}/forwarding"
+    if value is not None:
+        with open(path, "w") as f:
+            f.write(value)
+    with open(path) as f:
+        return f.read().strip()
+
+
+def test_start_up_puts_back_a_crashed_runs_forwarding(make_daemon, tnet):
+    # a supervisor SIGKILLed mid-run: its record of the uplink it turned
+    # forwarding on for, and the interface still forwarding
+    assert sandbox_links() == [], "an egress sandbox is running elsewhere"
+    assert forwarding(tnet.host_if) == "0"
+    d = make_daemon(start=False)
+    index = int(open(f"/sys/class/net/{tnet.host_if}/ifindex").read())
+    try:
+        with open(FWD_STATE, "w") as f:
+            f.write(f"{tnet.host_if} {index} 0\n")
+        forwarding(tnet.host_if, "1")
+        d.start()
+        assert forwarding(tnet.host_if) == "0"
+        assert not os.path.exists(FWD_STATE)
+        assert [l["msg"] for l in d.lines("cleanup")] == \
+            ["start-up: put back the uplinks' forwarding an egress run left on"], d.text()
+    finally:
+        forwarding(tnet.host_if, "0")
+        if os.path.exists(FWD_STATE):
+            os.unlink(FWD_STATE)
+
+
 PROBE = """
 import errno, socket
 for port in (8080, 8081):
@@ -88,6 +123,7 @@ def test_parallel_runs_and_a_session(make_daemon, tnet):
     assert d.run("print(1)")["stdout"] == "1\n"
     assert sandbox_links() == []
     assert "table inet saferun" not in nft_tables()
+    assert forwarding(tnet.host_if) == "0" and not os.path.exists(FWD_STATE)
 
 
 def test_a_warm_policy_runs_egress_cold(make_daemon, tnet):
