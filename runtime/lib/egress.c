@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,18 +257,43 @@ static const char host_table[] =
     "  }\n"
     "}\n";
 
+/* One supervisor at a time changes the host side. A POSIX record lock,
+ * not flock: a sandbox cloned by another thread while the lock is held
+ * keeps a copy of the fd until it is released, and an flock (like an OFD
+ * lock) belongs to the file description, so that child would hold it
+ * while its own parent waits for it. A record lock belongs to the process
+ * and is not inherited; the mutex orders the threads of one process
+ * (saferund), which a record lock does not. */
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int lock_host(sr_error *err)
 {
+	pthread_mutex_lock(&host_mu);
 	mkdir(LOCK_DIR, 0755);
 	int fd = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sr_fail(err, errno, "open %s", LOCK_PATH);
-	if (flock(fd, LOCK_EX) < 0) {
+	if (fd < 0) {
+		sr_fail(err, errno, "open %s", LOCK_PATH);
+		pthread_mutex_unlock(&host_mu);
+		return -1;
+	}
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int rc;
+	while ((rc = fcntl(fd, F_SETLKW, &l)) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
 		sr_fail(err, errno, "lock %s", LOCK_PATH);
 		close(fd);
+		pthread_mutex_unlock(&host_mu);
 		return -1;
 	}
 	return fd;
+}
+
+/* Closing the (only) fd of the file releases the process's lock. */
+static void unlock_host(int fd)
+{
+	close(fd);
+	pthread_mutex_unlock(&host_mu);
 }
 
 static int ensure_host_table(sr_error *err)
@@ -810,7 +834,7 @@ int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err)
 		 ? -1
 		 : 0;
 	if (lock >= 0)
-		close(lock);
+		unlock_host(lock);
 	if (rc == 0)
 		rc = setup_host_end(e, sk, err) < 0 || setup_sandbox_end(e, err) < 0 ? -1 : 0;
 	nl_socket_free(sk);
@@ -899,7 +923,7 @@ void sr_egress_free(sr_egress *e)
 	if (lock >= 0) {
 		drop_host_table_if_unused();
 		restore_forwarding_if_unused(NULL);
-		close(lock);
+		unlock_host(lock);
 	}
 	if (e->nsfd >= 0)
 		close(e->nsfd);
@@ -916,7 +940,7 @@ int sr_net_cleanup_stale(sr_error *err)
 		return -1;
 	int table = drop_host_table_if_unused();
 	int restored = restore_forwarding_if_unused(err);
-	close(lock);
+	unlock_host(lock);
 	if (restored < 0)
 		return -1;
 	return (table ? SR_NET_CLEANED_TABLE : 0) | (restored ? SR_NET_CLEANED_FORWARDING : 0);
