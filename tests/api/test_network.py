@@ -6,6 +6,8 @@ forwarding put back, once no sandbox veth is left)."""
 import concurrent.futures as cf
 import os
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -82,6 +84,50 @@ def test_start_up_puts_back_a_crashed_runs_forwarding(make_daemon, tnet):
         assert [l["msg"] for l in d.lines("cleanup")] == \
             ["start-up: put back the uplinks' forwarding an egress run left on"], d.text()
     finally:
+        forwarding(tnet.host_if, "0")
+        if os.path.exists(FWD_STATE):
+            os.unlink(FWD_STATE)
+
+
+def test_a_daemon_killed_mid_run_leaves_the_values_to_its_next_start(make_daemon, tnet):
+    # SIGKILL while an egress sandbox runs: the sandbox dies with it and its
+    # veth with its namespace; the record, written before the sysctl
+    # changed, is what lets the next start put the value back
+    assert sandbox_links() == [], "an egress sandbox is running elsewhere"
+    assert forwarding(tnet.host_if) == "0"
+    egress = {**HOST_POLICY, "network": {"mode": "egress", "allow": [
+        {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon(policies={"default": HOST_POLICY, "egress": egress})
+
+    def run():
+        try:
+            d.run("import time\ntime.sleep(60)", policy="egress")
+        except Exception:
+            pass  # the daemon is killed under it
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and forwarding(tnet.host_if) != "1":
+            time.sleep(0.02)
+        assert forwarding(tnet.host_if) == "1"
+        d.proc.kill()
+        d.proc.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and sandbox_links():
+            time.sleep(0.05)
+        assert sandbox_links() == []
+        # what the crash left
+        assert forwarding(tnet.host_if) == "1"
+        assert f"\n{tnet.host_if} " in "\n" + open(FWD_STATE).read()
+        d.start()
+        assert forwarding(tnet.host_if) == "0"
+        assert not os.path.exists(FWD_STATE)
+        assert "table inet saferun" not in nft_tables()
+        msgs = [l["msg"] for l in d.lines("cleanup")]
+        assert "start-up: put back the uplinks' forwarding an egress run left on" in msgs, msgs
+    finally:
+        t.join(timeout=60)
         forwarding(tnet.host_if, "0")
         if os.path.exists(FWD_STATE):
             os.unlink(FWD_STATE)
