@@ -172,6 +172,25 @@ def test_parallel_runs_and_a_session(make_daemon, tnet):
     assert forwarding(tnet.host_if) == "0" and not os.path.exists(FWD_STATE)
 
 
+def test_parallel_egress_set_ups_do_not_deadlock(make_daemon, tnet):
+    # The host lock is held while a sandbox's veth and uplinks are set up;
+    # another thread cloning its sandbox meanwhile gives the child a copy of
+    # every fd. With a lock that belongs to the open file (flock), that
+    # child held it while its parent waited for it: the run never started.
+    egress = {**HOST_POLICY, "network": {"mode": "egress", "allow": [
+        {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon("--max-runs", "8", policies={"default": HOST_POLICY, "egress": egress})
+    code = PROBE.format(ip=tnet.server)
+    for _ in range(4):
+        with cf.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(
+                lambda _: d.post("/v1/run", {"code": code, "policy": "egress"},
+                                 timeout=45).json(), range(8)))
+        assert [r["stdout"] for r in results] == ["hello from 8080\nEHOSTUNREACH\n"] * 8
+    assert sandbox_links() == []
+    assert forwarding(tnet.host_if) == "0" and not os.path.exists(FWD_STATE)
+
+
 def test_a_warm_policy_runs_egress_cold(make_daemon, tnet):
     # a warm pool's sandboxes have only lo: egress requests fall back cold
     egress = {**HOST_POLICY, "warm": {"enabled": True, "pool_size": 1},
