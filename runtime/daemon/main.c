@@ -66,14 +66,18 @@ static void cleanup_stale(const char *when)
 		srd_log("warning", "cleanup", "%s: removed %d sandbox group%s left behind", when, n,
 			n == 1 ? "" : "s");
 	/* egress: a crashed run's veths went with its sandbox; the host
-	 * table stays until no sandbox veth is left (docs/network.md) */
+	 * table and the uplinks' forwarding stay until no sandbox veth is
+	 * left (docs/network.md) */
 	sr_error nerr = { 0 };
 	n = sr_net_cleanup_stale(&nerr);
 	if (n < 0)
 		srd_log("error", "cleanup", "%s: %s", when, nerr.msg);
-	else if (n > 0)
+	if (n > 0 && (n & SR_NET_CLEANED_TABLE))
 		srd_log("warning", "cleanup",
 			"%s: removed the egress table inet saferun left behind", when);
+	if (n > 0 && (n & SR_NET_CLEANED_FORWARDING))
+		srd_log("warning", "cleanup",
+			"%s: put back the uplinks' forwarding an egress run left on", when);
 }
 
 static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)

@@ -523,8 +523,12 @@ char *sr_info_json(const char *rootfs_dir);
  * it would end the runs of any other. Returns the number of groups
  * removed, or < 0 (err says which group could not be removed). */
 int sr_cleanup_stale(sr_error *err);
-/* The egress mode's host table (inet saferun) when no sandbox veth is
- * left (docs/network.md). Returns 1 when it removed the table, 0, or < 0. */
+/* What egress runs changed on the host, undone when no sandbox veth is
+ * left (docs/network.md): the host table (inet saferun) and the uplinks'
+ * forwarding recorded in /run/saferun/egress.forwarding. Returns the
+ * SR_NET_CLEANED_* flags of what it undid (0: nothing), or < 0. */
+#define SR_NET_CLEANED_TABLE      1
+#define SR_NET_CLEANED_FORWARDING 2
 int sr_net_cleanup_stale(sr_error *err);
 
 /* ---- text ------------------------------------------------------------- */

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,18 +257,43 @@ static const char host_table[] =
     "  }\n"
     "}\n";
 
+/* One supervisor at a time changes the host side. A POSIX record lock,
+ * not flock: a sandbox cloned by another thread while the lock is held
+ * keeps a copy of the fd until it is released, and an flock (like an OFD
+ * lock) belongs to the file description, so that child would hold it
+ * while its own parent waits for it. A record lock belongs to the process
+ * and is not inherited; the mutex orders the threads of one process
+ * (saferund), which a record lock does not. */
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int lock_host(sr_error *err)
 {
+	pthread_mutex_lock(&host_mu);
 	mkdir(LOCK_DIR, 0755);
 	int fd = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sr_fail(err, errno, "open %s", LOCK_PATH);
-	if (flock(fd, LOCK_EX) < 0) {
+	if (fd < 0) {
+		sr_fail(err, errno, "open %s", LOCK_PATH);
+		pthread_mutex_unlock(&host_mu);
+		return -1;
+	}
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int rc;
+	while ((rc = fcntl(fd, F_SETLKW, &l)) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
 		sr_fail(err, errno, "lock %s", LOCK_PATH);
 		close(fd);
+		pthread_mutex_unlock(&host_mu);
 		return -1;
 	}
 	return fd;
+}
+
+/* Closing the (only) fd of the file releases the process's lock. */
+static void unlock_host(int fd)
+{
+	close(fd);
+	pthread_mutex_unlock(&host_mu);
 }
 
 static int ensure_host_table(sr_error *err)
@@ -302,18 +326,6 @@ static int drop_host_table_if_unused(void)
 	if (any_sandbox_link() || nft_run(-1, "list table inet saferun", false, NULL, NULL) < 0)
 		return 0;
 	return nft_run(-1, "delete table inet saferun", false, NULL, NULL) == 0 ? 1 : 0;
-}
-
-int sr_net_cleanup_stale(sr_error *err)
-{
-	/* A crashed supervisor's veths go with its sandboxes' namespaces (the
-	 * sandbox dies with it); what can stay is the host table. */
-	int lock = lock_host(err);
-	if (lock < 0)
-		return -1;
-	int n = drop_host_table_if_unused();
-	close(lock);
-	return n;
 }
 
 static void rule_line(FILE *f, const struct dest *d)
@@ -531,39 +543,199 @@ static bool route_is_used(const sr_egress *e, struct nl_addr *dst)
 	return false;
 }
 
-static int enable_forwarding(int ifindex, sr_error *err)
-{
+/* ---- uplink forwarding, recorded so that it can be undone ----------------- */
+
+/* The interfaces whose forwarding saferun turned on, one line each,
+ * "<name> <ifindex> <value before>": written (whole, by rename) under the
+ * lock before the sysctl changes, so a supervisor killed at any point
+ * leaves the original values behind for the next one; put back, and the
+ * file removed, by whoever finds no sandbox link left. */
+#define FWD_PATH LOCK_DIR "/egress.forwarding"
+#define FWD_MAX  64
+
+struct fwd_entry {
 	char name[IF_NAMESIZE];
-	if (ifindex <= 0 || !if_indextoname((unsigned)ifindex, name) || strcmp(name, "lo") == 0 ||
-	    strncmp(name, HOST_PREFIX, strlen(HOST_PREFIX)) == 0)
+	int index;
+	int before;
+};
+
+struct fwd_state {
+	struct fwd_entry e[FWD_MAX];
+	size_t n;
+};
+
+static int read_forwarding(const char *name, int *value)
+{
+	char path[128], buf[8] = { 0 };
+	snprintf(path, sizeof path, "/proc/sys/net/ipv4/conf/%s/forwarding", name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	*value = atoi(buf);
+	return 0;
+}
+
+/* A missing file is an empty state; a line that is not ours stops
+ * everything (a value we cannot read back is a value we would lose). */
+static int fwd_load(struct fwd_state *st, sr_error *err)
+{
+	st->n = 0;
+	FILE *f = fopen(FWD_PATH, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : sr_fail(err, errno, "open %s", FWD_PATH);
+	char line[128];
+	int rc = 0;
+	for (unsigned no = 1; rc == 0 && fgets(line, sizeof line, f); no++) {
+		struct fwd_entry *x = &st->e[st->n];
+		char end;
+		if (st->n == FWD_MAX ||
+		    sscanf(line, "%15s %d %d%c", x->name, &x->index, &x->before, &end) != 4 ||
+		    end != '\n' || x->index <= 0)
+			rc =
+			    sr_fail(err, EINVAL,
+				    "%s line %u: \"%.*s\" is not \"<interface> <index> <forwarding "
+				    "before>\" (put the interfaces' forwarding back by hand, then "
+				    "remove the file)",
+				    FWD_PATH, no, (int)strcspn(line, "\n"), line);
+		else
+			st->n++;
+	}
+	fclose(f);
+	return rc;
+}
+
+static int fwd_save(const struct fwd_state *st, sr_error *err)
+{
+	static const char tmp[] = FWD_PATH ".tmp";
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return sr_fail(err, errno, "create %s", tmp);
+	for (size_t i = 0; i < st->n; i++)
+		fprintf(f, "%s %d %d\n", st->e[i].name, st->e[i].index, st->e[i].before);
+	int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+	int saved = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		saved = errno;
+	}
+	if (bad || rename(tmp, FWD_PATH) < 0) {
+		saved = bad ? saved : errno;
+		unlink(tmp);
+		return sr_fail(err, saved, "write %s", FWD_PATH);
+	}
+	return 0;
+}
+
+static struct fwd_entry *fwd_find(struct fwd_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (strcmp(st->e[i].name, name) == 0)
+			return &st->e[i];
+	return NULL;
+}
+
+/* With the lock held: turn forwarding on for these interfaces, recording
+ * first each one that was off. One that is on and not recorded is the
+ * host's own setting and stays as it is; a recorded name whose index
+ * changed is a new interface (the old one is gone). */
+static int enable_forwarding(const int *ifindex, size_t n, sr_error *err)
+{
+	struct fwd_state st;
+	if (fwd_load(&st, err) < 0)
+		return -1;
+	char names[FWD_MAX][IF_NAMESIZE];
+	size_t n_on = 0;
+	bool changed = false;
+	for (size_t i = 0; i < n && n_on < FWD_MAX; i++) {
+		char *name = names[n_on];
+		int value;
+		if (!if_indextoname((unsigned)ifindex[i], name) || strcmp(name, "lo") == 0 ||
+		    strncmp(name, HOST_PREFIX, strlen(HOST_PREFIX)) == 0 ||
+		    read_forwarding(name, &value) < 0 || value == 1)
+			continue;
+		struct fwd_entry *x = fwd_find(&st, name);
+		if (!x || x->index != ifindex[i]) {
+			if (!x && st.n == FWD_MAX)
+				return sr_fail(err, ENOSPC, "%s: more than %d interfaces", FWD_PATH,
+					       FWD_MAX);
+			x = x ? x : &st.e[st.n++];
+			*x = (struct fwd_entry){ .index = ifindex[i], .before = value };
+			snprintf(x->name, sizeof x->name, "%s", name);
+			changed = true;
+		}
+		n_on++;
+	}
+	if (changed && fwd_save(&st, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n_on; i++)
+		if (write_sysctl("/proc/sys/net/ipv4/conf/%s/forwarding", names[i], "1", err) < 0)
+			return -1;
+	return 0;
+}
+
+/* With the lock held, once no sandbox link is left: put back each recorded
+ * interface that is still the same interface and still forwarding (one
+ * someone turned off since is left as it is). Returns how many. */
+static int restore_forwarding_if_unused(sr_error *err)
+{
+	struct fwd_state st;
+	if (any_sandbox_link())
 		return 0;
-	return write_sysctl("/proc/sys/net/ipv4/conf/%s/forwarding", name, "1", err);
+	if (fwd_load(&st, err) < 0)
+		return -1;
+	int restored = 0, rc = 0;
+	for (size_t i = 0; i < st.n; i++) {
+		const struct fwd_entry *x = &st.e[i];
+		int value;
+		char before[16];
+		if (if_nametoindex(x->name) != (unsigned)x->index ||
+		    read_forwarding(x->name, &value) < 0 || value != 1 || x->before == 1)
+			continue;
+		snprintf(before, sizeof before, "%d", x->before);
+		if (write_sysctl("/proc/sys/net/ipv4/conf/%s/forwarding", x->name, before, err) < 0)
+			rc = -1; /* the file stays: the next one tries again */
+		else
+			restored++;
+	}
+	if (rc == 0 && unlink(FWD_PATH) < 0 && errno != ENOENT)
+		rc = sr_fail(err, errno, "remove %s", FWD_PATH);
+	return rc < 0 ? -1 : restored;
 }
 
 /* Replies come back in on the uplink, and Linux forwards a packet only
  * when the interface it arrived on forwards: turn it on for every
  * interface with a route that an allowed destination may take (for
  * 0.0.0.0/0: every routed interface), not ip_forward, which would make
- * every interface a router. Left on afterwards (docs/network.md). */
+ * every interface a router. With the lock held; the last sandbox puts
+ * them back (restore_forwarding_if_unused). */
 static int enable_uplinks(const sr_egress *e, struct nl_sock *sk, sr_error *err)
 {
 	struct nl_cache *routes = NULL;
 	int rc = rtnl_route_alloc_cache(sk, AF_INET, 0, &routes);
 	if (rc < 0)
 		return sr_fail(err, 0, "list the host's routes: %s", nl_geterror(rc));
-	rc = 0;
-	for (struct nl_object *o = nl_cache_get_first(routes); o && rc == 0;
-	     o = nl_cache_get_next(o)) {
+	int ifindex[FWD_MAX];
+	size_t n = 0;
+	for (struct nl_object *o = nl_cache_get_first(routes); o; o = nl_cache_get_next(o)) {
 		struct rtnl_route *r = (struct rtnl_route *)o;
 		if (rtnl_route_get_type(r) != RTN_UNICAST ||
 		    !route_is_used(e, rtnl_route_get_dst(r)))
 			continue;
-		for (int i = 0; i < rtnl_route_get_nnexthops(r) && rc == 0; i++)
-			rc = enable_forwarding(
-			    rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, i)), err);
+		for (int i = 0; i < rtnl_route_get_nnexthops(r); i++) {
+			int idx = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, i));
+			bool seen = idx <= 0;
+			for (size_t k = 0; k < n && !seen; k++)
+				seen = ifindex[k] == idx;
+			if (!seen && n < FWD_MAX)
+				ifindex[n++] = idx;
+		}
 	}
 	nl_cache_free(routes);
-	return rc;
+	return enable_forwarding(ifindex, n, err);
 }
 
 /* The veth pair, its peer born in the sandbox's namespace as eth0. */
@@ -655,14 +827,16 @@ int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err)
 		return sr_fail(err, 0, "netlink socket: %s", nl_geterror(sk ? rc : -NLE_NOMEM));
 	}
 	int lock = lock_host(err);
-	rc = lock < 0 || ensure_host_table(err) < 0 || create_veth(e, sk, pid, err) < 0 ? -1 : 0;
+	/* The uplinks under the lock, once the veth exists: a sandbox that
+	 * ends meanwhile sees this one's link and leaves them on. */
+	rc = lock < 0 || ensure_host_table(err) < 0 || create_veth(e, sk, pid, err) < 0 ||
+		     enable_uplinks(e, sk, err) < 0
+		 ? -1
+		 : 0;
 	if (lock >= 0)
-		close(lock);
+		unlock_host(lock);
 	if (rc == 0)
-		rc = setup_host_end(e, sk, err) < 0 || setup_sandbox_end(e, err) < 0 ||
-			     enable_uplinks(e, sk, err) < 0
-			 ? -1
-			 : 0;
+		rc = setup_host_end(e, sk, err) < 0 || setup_sandbox_end(e, err) < 0 ? -1 : 0;
 	nl_socket_free(sk);
 	return rc;
 }
@@ -748,9 +922,26 @@ void sr_egress_free(sr_egress *e)
 	}
 	if (lock >= 0) {
 		drop_host_table_if_unused();
-		close(lock);
+		restore_forwarding_if_unused(NULL);
+		unlock_host(lock);
 	}
 	if (e->nsfd >= 0)
 		close(e->nsfd);
 	free(e);
+}
+
+int sr_net_cleanup_stale(sr_error *err)
+{
+	/* A crashed supervisor's veths go with its sandboxes' namespaces (the
+	 * sandbox dies with it); what can stay is the host table and the
+	 * uplinks' forwarding. */
+	int lock = lock_host(err);
+	if (lock < 0)
+		return -1;
+	int table = drop_host_table_if_unused();
+	int restored = restore_forwarding_if_unused(err);
+	unlock_host(lock);
+	if (restored < 0)
+		return -1;
+	return (table ? SR_NET_CLEANED_TABLE : 0) | (restored ? SR_NET_CLEANED_FORWARDING : 0);
 }

@@ -1,10 +1,13 @@
 """The egress network mode through saferund (docs/network.md): parallel
 runs in one daemon, a stateful session's runs, and the start-up clean-up of
 the host state (a crashed run's veth goes with its sandbox's network
-namespace; the host table inet saferun is removed once no sandbox veth is
-left)."""
+namespace; the host table inet saferun is removed, and the uplinks'
+forwarding put back, once no sandbox veth is left)."""
 import concurrent.futures as cf
+import os
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -52,6 +55,84 @@ def tnet():
             f.write(saved)
 
 
+FWD_STATE = "/run/saferun/egress.forwarding"
+
+
+def forwarding(ifname, value=None):
+    path = f"/proc/sys/net/ipv4/conf/{ifname}/forwarding"
+    if value is not None:
+        with open(path, "w") as f:
+            f.write(value)
+    with open(path) as f:
+        return f.read().strip()
+
+
+def test_start_up_puts_back_a_crashed_runs_forwarding(make_daemon, tnet):
+    # a supervisor SIGKILLed mid-run: its record of the uplink it turned
+    # forwarding on for, and the interface still forwarding
+    assert sandbox_links() == [], "an egress sandbox is running elsewhere"
+    assert forwarding(tnet.host_if) == "0"
+    d = make_daemon(start=False)
+    index = int(open(f"/sys/class/net/{tnet.host_if}/ifindex").read())
+    try:
+        with open(FWD_STATE, "w") as f:
+            f.write(f"{tnet.host_if} {index} 0\n")
+        forwarding(tnet.host_if, "1")
+        d.start()
+        assert forwarding(tnet.host_if) == "0"
+        assert not os.path.exists(FWD_STATE)
+        assert [l["msg"] for l in d.lines("cleanup")] == \
+            ["start-up: put back the uplinks' forwarding an egress run left on"], d.text()
+    finally:
+        forwarding(tnet.host_if, "0")
+        if os.path.exists(FWD_STATE):
+            os.unlink(FWD_STATE)
+
+
+def test_a_daemon_killed_mid_run_leaves_the_values_to_its_next_start(make_daemon, tnet):
+    # SIGKILL while an egress sandbox runs: the sandbox dies with it and its
+    # veth with its namespace; the record, written before the sysctl
+    # changed, is what lets the next start put the value back
+    assert sandbox_links() == [], "an egress sandbox is running elsewhere"
+    assert forwarding(tnet.host_if) == "0"
+    egress = {**HOST_POLICY, "network": {"mode": "egress", "allow": [
+        {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon(policies={"default": HOST_POLICY, "egress": egress})
+
+    def run():
+        try:
+            d.run("import time\ntime.sleep(60)", policy="egress")
+        except Exception:
+            pass  # the daemon is killed under it
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and forwarding(tnet.host_if) != "1":
+            time.sleep(0.02)
+        assert forwarding(tnet.host_if) == "1"
+        d.proc.kill()
+        d.proc.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and sandbox_links():
+            time.sleep(0.05)
+        assert sandbox_links() == []
+        # what the crash left
+        assert forwarding(tnet.host_if) == "1"
+        assert f"\n{tnet.host_if} " in "\n" + open(FWD_STATE).read()
+        d.start()
+        assert forwarding(tnet.host_if) == "0"
+        assert not os.path.exists(FWD_STATE)
+        assert "table inet saferun" not in nft_tables()
+        msgs = [l["msg"] for l in d.lines("cleanup")]
+        assert "start-up: put back the uplinks' forwarding an egress run left on" in msgs, msgs
+    finally:
+        t.join(timeout=60)
+        forwarding(tnet.host_if, "0")
+        if os.path.exists(FWD_STATE):
+            os.unlink(FWD_STATE)
+
+
 PROBE = """
 import errno, socket
 for port in (8080, 8081):
@@ -88,6 +169,26 @@ def test_parallel_runs_and_a_session(make_daemon, tnet):
     assert d.run("print(1)")["stdout"] == "1\n"
     assert sandbox_links() == []
     assert "table inet saferun" not in nft_tables()
+    assert forwarding(tnet.host_if) == "0" and not os.path.exists(FWD_STATE)
+
+
+def test_parallel_egress_set_ups_do_not_deadlock(make_daemon, tnet):
+    # The host lock is held while a sandbox's veth and uplinks are set up;
+    # another thread cloning its sandbox meanwhile gives the child a copy of
+    # every fd. With a lock that belongs to the open file (flock), that
+    # child held it while its parent waited for it: the run never started.
+    egress = {**HOST_POLICY, "network": {"mode": "egress", "allow": [
+        {"cidr": f"{tnet.server}/32", "ports": [8080]}]}}
+    d = make_daemon("--max-runs", "8", policies={"default": HOST_POLICY, "egress": egress})
+    code = PROBE.format(ip=tnet.server)
+    for _ in range(4):
+        with cf.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(
+                lambda _: d.post("/v1/run", {"code": code, "policy": "egress"},
+                                 timeout=45).json(), range(8)))
+        assert [r["stdout"] for r in results] == ["hello from 8080\nEHOSTUNREACH\n"] * 8
+    assert sandbox_links() == []
+    assert forwarding(tnet.host_if) == "0" and not os.path.exists(FWD_STATE)
 
 
 def test_a_warm_policy_runs_egress_cold(make_daemon, tnet):

@@ -7,6 +7,7 @@ on the benchmarking range 198.18.0.0/15 (never a real address), joined to
 the host by a veth of its own: the sandbox's packets are routed and
 masqueraded by the host exactly as they would be to the outside."""
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -59,8 +60,9 @@ def tnet():
     if why:
         pytest.skip(why)
     # saferun turns forwarding on for the interface that leads to an
-    # allowed destination (docs/network.md); for 0.0.0.0/0 that is the
-    # host's default route: put it back as it was
+    # allowed destination (docs/network.md) and puts it back after the
+    # last egress sandbox; should a test fail half-way, the host's default
+    # route interface gets its value back here
     uplink = default_uplink()
     fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
     saved = open(fwd).read() if fwd else None
@@ -100,8 +102,23 @@ def probe_result(res, proto, addr, port):
     return res["_probes"][(proto, addr, str(port))]
 
 
+# What saferun records before it turns an uplink's forwarding on.
+FWD_STATE = "/run/saferun/egress.forwarding"
+
+
+def forwarding(ifname):
+    with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding") as f:
+        return f.read().strip()
+
+
+def set_forwarding(ifname, value):
+    with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
+        f.write(value)
+
+
 def leftovers():
-    """Host state an egress sandbox may create: veths, the table, addresses, routes."""
+    """Host state an egress sandbox may create: veths, the table, addresses,
+    routes, the record of the uplinks' forwarding."""
     links = [l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()]
     left = [f"link {l}" for l in links if l.startswith("sr-")]
     tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
@@ -109,6 +126,8 @@ def leftovers():
         left.append("table inet saferun")
     left += [f"addr {l}" for l in ip("-4", "-o", "addr").stdout.splitlines() if " 10.213." in l]
     left += [f"route {l}" for l in ip("-4", "route").stdout.splitlines() if "10.213." in l]
+    if os.path.exists(FWD_STATE):
+        left.append(f"{FWD_STATE}: {open(FWD_STATE).read()!r}")
     return left
 
 
@@ -349,6 +368,89 @@ def test_concurrent_sandboxes_get_distinct_addresses(tnet, tmp_path):
         assert r["stdout"].startswith(f"tcp {tnet.server} 8080 hello from 8080"), r
     addrs = [r["network"]["address"] for r in results]
     assert len(set(addrs)) == 3, addrs
+    assert not leftovers()
+
+
+def test_uplink_forwarding_is_put_back_after_the_run(tnet, tmp_path):
+    # replies from the test's server come in on its veth (its route leads to
+    # the allowed /32) and on the default route's interface (which overlaps
+    # everything): both must forward during the run, and neither after it
+    uplink = default_uplink()
+    before = forwarding(uplink) if uplink else None
+    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    res = run_egress(pol, [("tcp", tnet.server, 8080)])
+    assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+    assert forwarding(tnet.host_if) == "0"
+    if uplink:
+        assert forwarding(uplink) == before
+    assert not leftovers()
+
+
+def test_uplink_forwarding_stays_on_until_the_last_sandbox_ends(tnet, tmp_path):
+    # A is still running when B ends: B leaves the forwarding (and its
+    # record) for A, which still connects; A's end puts it back
+    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
+    code = ("TARGETS = []\n" + PROBE + "import time\ntime.sleep(8)\n"
+            f"print('late', probe('tcp', '{tnet.server}', 8080))\n")
+    a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                          "--policy", pol, "-c", code], stdout=subprocess.PIPE)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and forwarding(tnet.host_if) != "1":
+            time.sleep(0.02)
+        assert forwarding(tnet.host_if) == "1"
+        res = run_egress(pol, [("tcp", tnet.server, 8080)])
+        assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
+        assert a.poll() is None, "A ended before B: the machine is too slow for this test"
+        assert forwarding(tnet.host_if) == "1"
+        assert f"{tnet.host_if} " in open(FWD_STATE).read()
+        ra = json.loads(a.communicate(timeout=60)[0])
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    assert ra["status"] == "ok", ra
+    assert ra["stdout"].strip().splitlines()[-1] == "late hello from 8080", ra
+    assert forwarding(tnet.host_if) == "0"
+    assert not leftovers()
+
+
+def test_a_crashed_runs_forwarding_is_put_back_by_the_next_run(tnet, tmp_path):
+    # what a supervisor SIGKILLed mid-run leaves: the record, written before
+    # the sysctl changed, and the interface forwarding; its veth went with
+    # its sandbox. The next egress run (here one that needs no uplink at
+    # all) ends as the last sandbox and puts the value back.
+    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
+    index = int(open(f"/sys/class/net/{tnet.host_if}/ifindex").read())
+    try:
+        with open(FWD_STATE, "w") as f:
+            f.write(f"{tnet.host_if} {index} 0\n")
+        set_forwarding(tnet.host_if, "1")
+        res = run_egress(policy(tmp_path, []), [])
+        assert res["status"] == "ok", res
+        assert forwarding(tnet.host_if) == "0"
+        assert not leftovers()
+    finally:
+        set_forwarding(tnet.host_if, "0")
+        if os.path.exists(FWD_STATE):
+            os.unlink(FWD_STATE)
+
+
+def test_an_unreadable_forwarding_record_refuses_the_run(tnet, tmp_path):
+    # saferun would lose the values it cannot read back: it changes nothing
+    try:
+        with open(FWD_STATE, "w") as f:
+            f.write("garbage\n")
+        res = run_egress(policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}]), [])
+        assert res["status"] == "internal_error", res
+        assert (f'{FWD_STATE} line 1: "garbage" is not "<interface> <index> <forwarding before>"'
+                in res["message"]), res
+        assert forwarding(tnet.host_if) == "0"
+        assert open(FWD_STATE).read() == "garbage\n"
+    finally:
+        os.unlink(FWD_STATE)
     assert not leftovers()
 
 
