@@ -263,8 +263,8 @@ def _saferun_kernel(ns, update, me, save_figures):
 def _saferun_zygote(prewarm):
     import gc, os, socket, struct, sys
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
-    msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 1)
-    if msg[:1] != b"Z" or len(fds) != 1:
+    msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 2)
+    if msg[:1] != b"Z" or len(fds) != 2:
         os._exit(2)
     spec_len = struct.unpack_from("<I", msg, 1)[0]
     spec = msg[5:5 + spec_len]
@@ -305,7 +305,7 @@ def _saferun_zygote(prewarm):
     gc.freeze()
     ctl.send(b"R")
     ctl.detach()
-    if module.serve(3, spec) is None:
+    if module.serve(3, spec, fds[1]) is None:
         os._exit(0)  # the supervisor closed the zygote's socket
     # A new sandbox: this process is its python, locked down; fd 3 is the
     # run's control socket.

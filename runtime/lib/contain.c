@@ -72,6 +72,9 @@ static void setup_stdio(sr_child *c)
 	int high[4], n = c->stdio[3] >= 0 ? 4 : 3;
 	if ((c->report_fd = fcntl(c->report_fd, F_DUPFD_CLOEXEC, 10)) < 0)
 		sr_child_fail(c, errno, "move the report pipe");
+	if (c->init_fd >= 0 &&
+	    (c->init_fd = fcntl(c->init_fd, F_DUPFD_CLOEXEC, c->report_fd + 1)) < 0)
+		sr_child_fail(c, errno, "move the init's memfd");
 	for (int fd = 0; fd < n; fd++)
 		if ((high[fd] = fcntl(c->stdio[fd], F_DUPFD_CLOEXEC, 10)) < 0)
 			sr_child_fail(c, errno, "set up fd %d", fd);
@@ -80,16 +83,22 @@ static void setup_stdio(sr_child *c)
 			sr_child_fail(c, errno, "set up fd %d", fd);
 }
 
-/* Keep 0, 1, 2 (3: a control socket) and the report pipe; everything
- * else the parent had open (other sandboxes' pipes in a daemon, the cgroup
- * fd, a zygote's own sockets) goes. */
+/* Keep 0, 1, 2 (3: a control socket), the report pipe and a warm
+ * sandbox's init program; everything else the parent had open (other
+ * sandboxes' pipes in a daemon, the cgroup fd, a zygote's own sockets)
+ * goes. */
 static void close_other_fds(const sr_child *c)
 {
 	unsigned first = c->stdio[3] >= 0 ? 4u : 3u;
-	int keep = c->report_fd; /* >= 10: setup_stdio */
-	if (syscall(SYS_close_range, first, (unsigned)keep - 1, 0u) < 0)
-		sr_child_fail(c, errno, "close inherited fds");
-	if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) < 0)
+	/* >= 10, and the init's above the report pipe: setup_stdio */
+	int keep[2] = { c->report_fd, c->init_fd }, n = c->init_fd >= 0 ? 2 : 1;
+	for (int i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > first &&
+		    syscall(SYS_close_range, first, (unsigned)keep[i] - 1, 0u) < 0)
+			sr_child_fail(c, errno, "close inherited fds");
+		first = (unsigned)keep[i] + 1;
+	}
+	if (syscall(SYS_close_range, first, ~0u, 0u) < 0)
 		sr_child_fail(c, errno, "close inherited fds");
 }
 
@@ -121,6 +130,31 @@ void sr_child_lock_down(sr_child *c)
 	/* Last: from here on only the policy's syscalls are possible. */
 	if (!c->keep_privileges && (rc = sr_seccomp_load(c->filter)) < 0)
 		sr_child_fail(c, -rc, "load the seccomp filter");
+}
+
+pid_t sr_child_exec_init(const sr_child *c)
+{
+	pid_t py = fork();
+	if (py < 0)
+		sr_child_fail(c, errno, "start python");
+	if (py == 0) {
+		close(c->report_fd);
+		close(c->init_fd);
+		syscall(SYS_prctl, PR_SET_NAME, "python3", 0, 0, 0);
+		return 0;
+	}
+	char fd[16], pid[16];
+	snprintf(fd, sizeof fd, "%d", c->report_fd);
+	snprintf(pid, sizeof pid, "%d", (int)py);
+	char *const argv[] = { "saferun-init", fd, pid, NULL }, *const envp[] = { NULL };
+	for (int i = 0; i < 4; i++)
+		close(i);
+	if (fcntl(c->report_fd, F_SETFD, 0) < 0)
+		sr_child_fail(c, errno, "keep the report pipe across exec");
+	syscall(SYS_execveat, c->init_fd, "", argv, envp, AT_EMPTY_PATH);
+	/* Python is pid 2 of a namespace whose pid 1 ends here: it goes too. */
+	sr_child_fail(c, errno,
+		      "exec the sandbox's init (does the policy's seccomp filter allow execveat?)");
 }
 
 /* Pid 1 of the sandbox: start python, reap orphans, report python's wait

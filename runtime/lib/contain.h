@@ -27,6 +27,7 @@ typedef struct sr_child {
 	int stdio[4];              /* 0, 1, 2 and a control socket (fd 3), or -1 */
 	bool keep_privileges;      /* the zygote: root of its user namespace, no seccomp */
 	bool pdeath;               /* SIGKILL when the parent thread ends */
+	int init_fd;               /* a warm sandbox's pid 1 program (memfd), kept open; -1: none */
 	const sr_mount_plan *plan; /* a cold run's filesystem */
 	const char *workdir;
 } sr_child;
@@ -45,6 +46,12 @@ void sr_child_lock_down(sr_child *c);
  * run execs there, the warm path returns to the interpreter (so it forks
  * with fork(), which keeps libc's per-thread state right). */
 pid_t sr_child_become_init(const sr_child *c, bool python_forks);
+/* The warm path's init (runtime/zygote/init.c): called in the sandbox's
+ * first process, which shares the zygote's memory (CLONE_VM|CLONE_VFORK).
+ * Forks python (pid 2), which returns here with 0; this process execs
+ * c->init_fd, a small static init, so pid 1 keeps no copy of the
+ * zygote's address space. Fails through sr_child_fail. */
+pid_t sr_child_exec_init(const sr_child *c);
 /* Move the calling thread into the group(s): "0" to each file. */
 int sr_cgroup_join_self(const int *fds, int n);
 /* Install prog in the calling thread (no_new_privs is set). 0 or -errno. */

@@ -129,23 +129,32 @@ bool sr_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
-ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags)
+ssize_t sr_send_fds(int sock, const void *data, size_t len, const int *fds, int n, int flags)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * SR_SEND_FDS_MAX)];
 		struct cmsghdr align;
 	} u = { 0 };
+	if (n < 1 || n > SR_SEND_FDS_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
 	return sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+}
+
+ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags)
+{
+	return sr_send_fds(sock, data, len, &fd, 1, flags);
 }
 
 int sr_recv_fd(int sock, int flags)

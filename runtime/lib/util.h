@@ -15,6 +15,9 @@ int sr_write_file(const char *path, const char *s);
 int sr_write_all(int fd, const void *data, size_t len);
 /* Send len bytes and fd (SCM_RIGHTS) as one message; sendmsg's return. */
 ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags);
+/* The same with n (1..SR_SEND_FDS_MAX) fds in one message. */
+#define SR_SEND_FDS_MAX 4
+ssize_t sr_send_fds(int sock, const void *data, size_t len, const int *fds, int n, int flags);
 /* Receive a one-byte message with an fd (close-on-exec): the fd, or -1. */
 int sr_recv_fd(int sock, int flags);
 /* Read at most size-1 bytes, NUL-terminated. Returns length or -errno. */

@@ -32,6 +32,8 @@
 
 extern const unsigned char sr_embedded_zygote[];
 extern const size_t sr_embedded_zygote_len;
+extern const unsigned char sr_embedded_init[];
+extern const size_t sr_embedded_init_len;
 
 #define POOL_MAX        64
 #define ZYGOTE_START_MS 180000 /* imports under qemu's TCG are slow */
@@ -51,6 +53,7 @@ struct sr_warm {
 	sr_policy *zp;        /* the zygote's: the same, memory at least 1 GiB */
 	char *rootfs_dir;     /* NULL: the default */
 	int module_fd;        /* the zygote module, a sealed memfd */
+	int init_fd;          /* each sandbox's pid 1 program (zygote/init.c), a sealed memfd */
 	pthread_mutex_t mu;   /* everything below */
 	pthread_cond_t cv;    /* the pool thread's wake-up, and ready/idle changes */
 	pthread_mutex_t z_mu; /* one spawn request at a time on the zygote socket */
@@ -106,7 +109,7 @@ static void drain(int fd, char *tail, size_t tail_size)
 }
 
 /* "Z", the spec's length, the spec, the preload list (each name ends in
- * \x1f), \x1e and the warmup code; fd: the module. */
+ * \x1f), \x1e and the warmup code; fds: the module, the sandboxes' init. */
 static int send_start(sr_warm *w, sr_error *err)
 {
 	const sr_policy *p = w->p;
@@ -141,7 +144,8 @@ static int send_start(sr_warm *w, sr_error *err)
 	for (size_t i = 0; i < p->warm.n_preload; i++)
 		at = stpcpy(stpcpy(at, p->warm.preload[i]), "\x1f");
 	at = stpcpy(stpcpy(at, "\x1e"), p->warm.warmup ? p->warm.warmup : "");
-	ssize_t n = sr_send_fd(w->zb.ctl[0], msg, (size_t)(at - msg), w->module_fd, 0);
+	int fds[2] = { w->module_fd, w->init_fd };
+	ssize_t n = sr_send_fds(w->zb.ctl[0], msg, (size_t)(at - msg), fds, 2, 0);
 	free(msg);
 	return n < 0 ? sr_fail(err, errno, "send the zygote its spec") : 0;
 }
@@ -476,6 +480,28 @@ static void *pool_thread(void *arg)
 
 /* ---- the API ------------------------------------------------------------------- */
 
+/* A sealed, executable memfd holding data (MFD_EXEC where the kernel
+ * knows it: with vm.memfd_noexec 1 a memfd is not executable otherwise). */
+static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
+{
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -1;
+	if (sr_write_all(fd, data, len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err)
 {
 	*out = NULL;
@@ -485,7 +511,7 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 	sr_warm *w = calloc(1, sizeof *w);
 	if (!w)
 		return sr_fail(err, ENOMEM, "the warm pool");
-	w->module_fd = -1;
+	w->module_fd = w->init_fd = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_mutex_init(&w->z_mu, NULL);
 	pthread_condattr_t ca;
@@ -502,12 +528,14 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 		sr_fail(err, ENOMEM, "the warm pool");
 		goto fail;
 	}
-	w->module_fd = memfd_create("saferun-zygote", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (w->module_fd < 0 ||
-	    sr_write_all(w->module_fd, sr_embedded_zygote, sr_embedded_zygote_len) < 0 ||
-	    fcntl(w->module_fd, F_ADD_SEALS,
-		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+	if ((w->module_fd =
+		 sealed_memfd("saferun-zygote", sr_embedded_zygote, sr_embedded_zygote_len)) < 0) {
 		sr_fail(err, errno, "the zygote module's memfd");
+		goto fail;
+	}
+	if ((w->init_fd = sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len)) <
+	    0) {
+		sr_fail(err, errno, "the sandboxes' init's memfd");
 		goto fail;
 	}
 	w->st.pool_size = p->warm.pool_size;
@@ -520,6 +548,7 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 	return 0;
 fail:
 	close_fd(&w->module_fd);
+	close_fd(&w->init_fd);
 	sr_policy_free(w->p);
 	sr_policy_free(w->zp);
 	free(w->rootfs_dir);
@@ -564,6 +593,7 @@ void sr_warm_stop(sr_warm *w)
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
 	close_fd(&w->module_fd);
+	close_fd(&w->init_fd);
 	sr_policy_free(w->p);
 	sr_policy_free(w->zp);
 	free(w->rootfs_dir);

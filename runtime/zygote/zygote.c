@@ -1,12 +1,14 @@
 /* The warm path's zygote: a Python module (stable ABI) that the runner
  * loads in the zygote interpreter after the preload list is imported.
  * serve() turns every spawn request from the supervisor into a new
- * sandbox: clone3 into fresh mount, pid, network, IPC and UTS namespaces,
- * then in the child the same steps a cold sandbox takes (contain.c): its
- * own cgroup, its own writable dirs and /proc, every privilege dropped,
- * the seccomp filter, a C init as pid 1, and python as pid 2, which
- * returns from serve() into the interpreter (a copy of the zygote's, with
- * the imports done) to wait for the run's code. The zygote itself never
+ * sandbox: clone into fresh mount, pid, network, IPC and UTS namespaces
+ * (sharing the zygote's memory until the child execs: no copy of it is
+ * made for pid 1), then in the child the same steps a cold sandbox takes
+ * (contain.c): its own cgroup, its own writable dirs and /proc, every
+ * privilege dropped, the seccomp filter; then python as pid 2 (a fork: a
+ * copy of the zygote's interpreter, with the imports done), which returns
+ * from serve() into the interpreter to wait for the run's code, and pid 1
+ * execs a small static init (init.c) from a sealed memfd. The zygote itself never
  * runs code that was sent to it. Protocol: runtime/lib/zygote_proto.h. */
 #define PY_SSIZE_T_CLEAN
 #define Py_LIMITED_API 0x03080000
@@ -14,12 +16,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -122,9 +125,11 @@ static void reply(int ctl, char tag, int32_t num, const char *what, int fd)
 	(void)n;
 }
 
-/* The new sandbox's first process (pid 1 of its namespace). Returns only
- * in its python child, locked down. */
-static void build(const struct spec *s, int fds[MAX_FDS], int n_fds)
+/* The new sandbox's first process (pid 1 of its namespace), which shares
+ * the zygote's memory (CLONE_VM|CLONE_VFORK: nothing is copied; the zygote
+ * waits until this process has exec'd its init). Returns only in its
+ * python child, locked down, a copy of the zygote. */
+static void build(const struct spec *s, int fds[MAX_FDS], int n_fds, int init_fd)
 {
 	char what[200];
 	int rc;
@@ -140,6 +145,7 @@ static void build(const struct spec *s, int fds[MAX_FDS], int n_fds)
 		.report_fd = fds[0],
 		.wd_fd = fds[4],
 		.stdio = { -1, fds[1], fds[2], fds[3] },
+		.init_fd = init_fd,
 	};
 	sigset_t none;
 	sigemptyset(&none);
@@ -163,20 +169,44 @@ static void build(const struct spec *s, int fds[MAX_FDS], int n_fds)
 	if ((c.stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		sr_child_fail(&c, errno, "open /dev/null");
 	sr_child_lock_down(&c);
-	sr_child_become_init(&c, true);
+	sr_child_exec_init(&c);
 }
+
+struct pid1 {
+	const struct spec *s;
+	int *fds, n_fds, init_fd;
+	sigjmp_buf *python; /* where python goes on: serve()'s frame, in its copy */
+};
+
+static int pid1_main(void *arg)
+{
+	struct pid1 *a = arg;
+	build(a->s, a->fds, a->n_fds, a->init_fd);
+	siglongjmp(*a->python, 1);
+}
+
+/* The first process's stack: it runs in the zygote's memory, so not on
+ * the zygote's own stack (which the zygote's frames are using). */
+#define PID1_STACK (512u << 10)
 
 static PyObject *serve(PyObject *self, PyObject *args)
 {
 	(void)self;
-	int ctl;
+	int ctl, init_fd;
 	const char *buf;
 	Py_ssize_t len;
 	struct spec s;
-	if (!PyArg_ParseTuple(args, "iy#", &ctl, &buf, &len))
+	if (!PyArg_ParseTuple(args, "iy#i", &ctl, &buf, &len, &init_fd))
 		return NULL;
 	if (parse_spec(buf, (size_t)len, &s) < 0) {
 		PyErr_SetString(PyExc_ValueError, "saferun zygote: malformed spec");
+		return NULL;
+	}
+	/* A guard page below it. */
+	char *stack = mmap(NULL, PID1_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
+		PyErr_SetFromErrno(PyExc_OSError);
 		return NULL;
 	}
 	/* The sandboxes' inits are our children: each is reaped as it ends,
@@ -206,6 +236,7 @@ static PyObject *serve(PyObject *self, PyObject *args)
 			if (sfd >= 0)
 				close(sfd);
 			sigprocmask(SIG_SETMASK, &old, NULL);
+			munmap(stack, PID1_STACK);
 			Py_RETURN_NONE;
 		}
 		if (rc == -EINTR)
@@ -217,20 +248,20 @@ static PyObject *serve(PyObject *self, PyObject *args)
 			continue;
 		}
 		int pidfd = -1;
-		struct clone_args ca = {
-			.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-				 CLONE_NEWUTS | CLONE_PIDFD,
-			.pidfd = (uint64_t)(uintptr_t)&pidfd,
-			.exit_signal = SIGCHLD,
-		};
+		sigjmp_buf python;
+		struct pid1 a = { &s, fds, n_fds, init_fd, &python };
 		PyOS_BeforeFork();
-		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
-		if (pid == 0) {
-			build(&s, fds, n_fds);
-			/* Python, pid 2 of the new sandbox: back to the runner. */
+		if (sigsetjmp(python, 0)) {
+			/* Python, pid 2 of the new sandbox (its own copy of this
+			 * frame): back to the runner. */
 			PyOS_AfterFork_Child();
 			return PyLong_FromLong(3);
 		}
+		pid_t pid =
+		    clone(pid1_main, stack + PID1_STACK,
+			  CLONE_VM | CLONE_VFORK | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+			      CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD,
+			  &a, &pidfd);
 		int e = errno;
 		PyOS_AfterFork_Parent();
 		for (int i = 0; i < n_fds; i++)
@@ -246,7 +277,8 @@ static PyObject *serve(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
 	{ "serve", serve, METH_VARARGS,
-	  "serve(fd, spec): build a sandbox per request; returns 3 in each sandbox's python" },
+	  "serve(fd, spec, init_fd): build a sandbox per request; returns 3 in each sandbox's "
+	  "python" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -358,6 +358,26 @@ def test_a_warm_run_is_pid_2_and_sees_only_pids_1_and_2(make_daemon):
     assert (r["path"], r["output"]) == ("warm", "2 [1, 2]\n")
 
 
+def test_a_ready_sandboxs_pid_1_is_the_small_init_not_a_copy_of_the_zygote(make_daemon):
+    """Pid 1 of a forked sandbox execs init.c from its memfd once python is
+    forked: its program is that memfd and it holds a few pages, where a
+    copy of the zygote python (the old init) held the interpreter's."""
+    d = warm_daemon(make_daemon, default=warm_policy(pool_size=2))
+    inits = [pid for pids in layout(d)["forked"].values() for pid in pids
+             if proc_status(pid)["Name"] == "saferun-init"]
+    assert len(inits) == 2, layout(d)
+    for pid in inits:
+        assert os.readlink(f"/proc/{pid}/exe").startswith("/memfd:saferun-init"), pid
+        rss_kib = int(proc_status(pid)["VmRSS"].split()[0])
+        assert rss_kib < 2048, (pid, rss_kib)
+        # its only child is the sandbox's python
+        kids = [int(k) for t in os.listdir(f"/proc/{pid}/task")
+                for k in open(f"/proc/{pid}/task/{t}/children").read().split()]
+        assert [proc_status(k)["Name"] for k in kids] == ["python3"], kids
+    r = run_ok(d, "print('after')")
+    assert (r["path"], r["output"]) == ("warm", "after\n")
+
+
 def test_a_background_process_of_a_warm_run_is_gone_after_it(make_daemon):
     d = warm_daemon(make_daemon, default=warm_policy(**NO_CHECK))
     pool_procs = set(own_sandbox_processes(d.cgroups))
