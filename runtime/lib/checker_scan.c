@@ -456,7 +456,7 @@ int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_a
 			       sr_rule_advice(SR_R_SYNTAX));
 		return 0;
 	}
-	if (rc < 0 || sr_parse(&p) < 0) {
+	if (rc < 0 || sr_parse(&p) < 0 || sr_resolve_init(&p) < 0) {
 		out->status = -2;
 		return -2;
 	}

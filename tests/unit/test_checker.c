@@ -257,6 +257,37 @@ static void test_check_bad_input_and_limits(void)
 	sr_policy_free(p);
 }
 
+/* A name rebound all along a long script (df = df.dropna(), ...) was
+ * resolved through every one of its bindings at every use, which made
+ * checking quadratic and worse: this script took over a minute and ended
+ * at the confined checker's 2 s limit. Resolved names are memoised now. */
+static void test_many_rebindings_check_in_time(void)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *code = malloc(cap);
+	n += (size_t)snprintf(code + n, cap - n,
+			      "import os\nimport pandas as pd\npath = 'data.csv'\n");
+	for (int i = 0; n + 256 < cap && i < 999; i++)
+		n += (size_t)snprintf(code + n, cap - n,
+				      "df = pd.read_csv(path)\ndf = df.dropna()\n"
+				      "total = df['v%d'].sum()\ndf = df[df.v > total]\n"
+				      "df.to_csv('out.csv')\n",
+				      i);
+	n += (size_t)snprintf(code + n, cap - n, "run = os\nrun.system('id')\n");
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check(code, NULL, NULL, 0, &r, &err), 0); /* confined, the default 2 s */
+	CHECK_STR(err.msg, "");
+	CHECK_INT(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		CHECK_STR(r.findings[0].rule, "SR101");
+		CHECK_INT(r.findings[0].line, 5000);
+		CHECK_STR(r.findings[0].name, "os.system");
+	}
+	sr_check_result_free(&r);
+	free(code);
+}
+
 /* Found by the fuzzer: "from import *" left the star import pointing at
  * a stack buffer (a use after scope under ASan). */
 static void test_star_import_without_module(void)
@@ -373,6 +404,7 @@ int main(void)
 	test_confined_child();
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
+	test_many_rebindings_check_in_time();
 	test_star_import_without_module();
 	test_allow_list();
 	test_policy_section();
