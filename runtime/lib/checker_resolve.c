@@ -198,8 +198,11 @@ static void bound(rctx *r, uint32_t b, uint32_t s, const char *name, int depth, 
 	sl->vals.n = 0;
 	sl->definite = UINT32_MAX;
 	sl->deleted = sl->global = 0;
-	for (; b != SR_NO_MATCH && r->budget && sl->vals.n < SR_VALS_MAX;
-	     b = p->binds[b].next, r->budget--) {
+	for (; b != SR_NO_MATCH && r->budget && sl->vals.n < SR_VALS_MAX; b = p->binds[b].next) {
+		/* Before the binding's value, which may spend the rest: a
+		 * decrement after it wrapped the budget round to 2^32 - 1, so
+		 * a web of names rebound in terms of each other never ended. */
+		r->budget--;
 		const sr_binding *bd = &p->binds[b];
 		if (bd->kind == SR_B_GLOBAL && s != 0) {
 			resolve_name(r, name, 0, UINT32_MAX, depth + 1, &sl->vals);

@@ -345,6 +345,37 @@ static void test_many_rebindings_check_in_time(void)
 	free(code);
 }
 
+/* Names used before the web of rebindings that defines them (a12 is a11()
+ * 32 times, a11 is a10() 32 times, ...): no value can be memoised (each
+ * is cut at the depth limit), the memo's budget runs out at the first
+ * use, and the rest is resolved without the memo. The resolver's budget
+ * used to wrap round to 2^32 - 1 here and never end; and past the memo's
+ * budget no name may be skipped: the last line is still found. */
+static void test_web_of_rebindings_past_the_memo_budget(void)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *code = malloc(cap);
+	n += (size_t)snprintf(code + n, cap - n, "import os\n");
+	for (int i = 0; i < 2000; i++)
+		n += (size_t)snprintf(code + n, cap - n, "a12()\n");
+	n += (size_t)snprintf(code + n, cap - n, "a0 = 1\n");
+	for (int i = 1; i <= 12; i++)
+		for (int k = 0; k < 32; k++)
+			n += (size_t)snprintf(code + n, cap - n, "a%d = a%d()\n", i, i - 1);
+	n += (size_t)snprintf(code + n, cap - n, "run = os\nrun.system('id')\n");
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check(code, NULL, NULL, 0, &r, &err), 0); /* confined, the default 2 s */
+	CHECK_STR(err.msg, "");
+	CHECK_INT(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		CHECK_STR(r.findings[0].rule, "SR101");
+		CHECK_INT(r.findings[0].line, 2388);
+	}
+	sr_check_result_free(&r);
+	free(code);
+}
+
 /* Found by the fuzzer: "from import *" left the star import pointing at
  * a stack buffer (a use after scope under ASan). */
 static void test_star_import_without_module(void)
@@ -463,6 +494,7 @@ int main(void)
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
 	test_many_rebindings_check_in_time();
+	test_web_of_rebindings_past_the_memo_budget();
 	test_star_import_without_module();
 	test_allow_list();
 	test_policy_section();
