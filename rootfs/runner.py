@@ -388,7 +388,7 @@ def _install_guard(spec):
     def relaxed(rule, event):
         rid, _, rname = rule.partition(" ")
         name = names.get(event, event)
-        names_of = {rid, rname, event, name, name.split(".")[0]}
+        names_of = {rid, rname, event, name, name.split(".")[0], event.split(".")[0]}
         # exec or eval of a string compiles it first: allowing either
         # allows that compile too (and a code object made by hand).
         if event in ("exec", "compile", "code.__new__"):
