@@ -389,16 +389,17 @@ def _install_guard(spec):
     # names never contain control characters).
     conf = dict(part.split("=", 1) for part in spec.split("\x1e") if "=" in part)
     allow = set(filter(None, conf.get("allow", "").split("\x1f")))
-    dirs = [d for d in conf.get("dirs", "/work").split("\x1f") if d]
+    dirs = [d.rstrip("/") or "/" for d in conf.get("dirs", "/work").split("\x1f") if d]
     network_off = conf.get("net") == "0"
     stdlib = os.path.dirname(os.__file__) + "/"
     # Standard modules that implement the guarded APIs: their frames are
-    # skipped to find who asked (main.py, or a library).
+    # skipped to find who called them (the code, or a library).
     through = ("subprocess.py", "os.py", "pty.py", "pathlib.py", "shutil.py", "glob.py", "codecs.py",
                "tempfile.py", "fileinput.py", "code.py", "codeop.py", "runpy.py", "socket.py",
                "ctypes/__init__.py", "asyncio/", "importlib/", "multiprocessing/", "zipimport.py",
                "pkgutil.py", "urllib/request.py", "http/client.py", "ssl.py", "smtplib.py",
                "ftplib.py", "platform.py", "webbrowser.py")
+    machinery = ("<frozen importlib", stdlib + "importlib/")
     devices = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
                "/dev/stderr", "/dev/shm/")
     denied = {"subprocess": "SR101 process", "_posixsubprocess": "SR101 process",
@@ -409,21 +410,23 @@ def _install_guard(spec):
              "os.exec": "SR101 process", "os.posix_spawn": "SR101 process",
              "os.spawn": "SR101 process", "ctypes.dlopen": "SR102 native",
              "ctypes.dlsym": "SR102 native", "exec": "SR201 eval", "compile": "SR201 eval",
-             "open": "SR401 path", "import": "", "os.kill": "SR106 tamper",
+             "code.__new__": "SR201 eval", "open": "SR401 path", "os.listdir": "SR401 path",
+             "os.scandir": "SR401 path", "import": "", "os.kill": "SR106 tamper",
              "resource.setrlimit": "SR106 tamper", "sys.settrace": "SR106 tamper",
              "sys.setprofile": "SR106 tamper"}
     if network_off:
         rules["socket.connect"] = rules["socket.sendto"] = "SR103 network"
     names = {"subprocess.Popen": "subprocess", "os.exec": "os.exec", "exec": "exec",
-             "compile": "compile", "ctypes.dlopen": "ctypes", "ctypes.dlsym": "ctypes"}
+             "compile": "compile", "code.__new__": "compile", "ctypes.dlopen": "ctypes",
+             "ctypes.dlsym": "ctypes", "os.listdir": "listdir", "os.scandir": "scandir"}
 
     def relaxed(rule, event):
         rid, _, rname = rule.partition(" ")
         name = names.get(event, event)
-        names_of = {rid, rname, event, name, name.split(".")[0]}
+        names_of = {rid, rname, event, name, name.split(".")[0], event.split(".")[0]}
         # exec or eval of a string compiles it first: allowing either
-        # allows that compile too.
-        if event in ("exec", "compile"):
+        # allows that compile too (and a code object made by hand).
+        if event in ("exec", "compile", "code.__new__"):
             names_of |= {"exec", "eval"}
         return bool(names_of & allow)
 
@@ -442,13 +445,28 @@ def _install_guard(spec):
 
     packages = tuple(stdlib + t for t in through if t.endswith("/"))
 
-    def caller(event):
-        # The first frame outside the hook and the modules above; None when
-        # an import is in progress (its own file reads are not the code's).
-        f = sys._getframe(2)
+    def own(name):
+        # The code's own source: main.py, and modules it wrote into the
+        # working or writable dirs and imported. Its frames cannot claim
+        # another file: compile, exec and code.__new__ are blocked for it.
+        return name == "main.py" or (name.startswith("/") and not name.startswith(stdlib)
+                                     and any(name.startswith(d + "/") for d in dirs))
+
+    def importer(f):
+        # Whose import this is: the first frame outside the import machinery
+        # (importlib.import_module and __import__ included), the code's or a
+        # library's; a library's own imports (asyncio's `import subprocess`)
+        # are its business.
+        while f is not None and f.f_code.co_filename.startswith(machinery):
+            f = f.f_back
+        return f
+
+    def caller(f):
+        # Who called: the first frame outside the modules above; None when
+        # an import is in progress (its file reads and exec are not the code's).
         while f is not None:
             name = f.f_code.co_filename
-            if name.startswith(("<frozen importlib", stdlib + "importlib/")) and event != "import":
+            if name.startswith(machinery):
                 return None
             if not (name.startswith("<frozen") or (name.startswith(stdlib) and name.endswith(through))
                     or name.startswith(packages)):
@@ -456,10 +474,24 @@ def _install_guard(spec):
             f = f.f_back
         return None
 
+    def module_of(path):
+        # The standard module a file read during an import belongs to
+        # (.../pty.py, .../__pycache__/pty.cpython-311.pyc, .../ctypes/__init__.py).
+        if not isinstance(path, str) or not path.startswith(stdlib):
+            return None
+        base = path[len(stdlib):].replace("__pycache__/", "").split(".")[0]
+        return base[:-len("/__init__")] if base.endswith("/__init__") else base.replace("/", ".")
+
     def outside(p):
         p = os.path.normpath(os.path.join(dirs[0], os.fsdecode(p)))
         return not (any(p == d or p.startswith(d + "/") for d in dirs) or p.startswith(devices)
                     or p in devices)
+
+    def denied_import(name):
+        rule = denied.get(name) or denied.get(name.partition(".")[0])
+        if rule is None or relaxed(rule, name) or "import" not in rules:
+            return None
+        return rule, f"import {name}"
 
     def what(event, args):
         if event == "open":
@@ -467,31 +499,34 @@ def _install_guard(spec):
             if isinstance(p, int) or p is None:
                 return None
             return f"open({os.fsdecode(p)!r})" if outside(p) else None
-        if event == "import":
-            rule = denied.get(args[0])
-            if rule is None or relaxed(rule, args[0]):
+        if event in ("os.listdir", "os.scandir"):
+            p = "." if args[0] is None else args[0]
+            if isinstance(p, int):
                 return None
-            return rule, f"import {args[0]}"
+            return f"{event}({os.fsdecode(p)!r})" if outside(p) else None
+        if event == "import":
+            return denied_import(args[0])
         if event in ("socket.connect", "socket.sendto"):
             sock, addr = args[0], args[-1]
             return f"{event}({addr!r})" if getattr(sock, "family", 0) in (2, 10) else None
-        if event in ("exec", "compile"):
+        if event in ("exec", "compile", "code.__new__"):
             return f"{event}()"
         return f"{event}({', '.join(repr(a)[:60] for a in args[:2])})"
 
-    def hook(event, args):
-        rule = rules.get(event)
-        if rule is None or not state["on"]:
-            return
-        f = caller(event)
-        if f is None or f.f_code.co_filename != "main.py":
-            return
-        found = what(event, args)
-        if not found:
-            return
-        if isinstance(found, tuple):
-            rule, found = found
-        msg = f"saferun: blocked {found} at main.py line {f.f_lineno} ({rule}): this sandbox forbids it\n"
+    def block(found, rule, f):
+        # The status and the line the supervisor reads (sandbox.c): the
+        # line of main.py that led here, and the module's own when the
+        # event came from one the code wrote.
+        at = f
+        while at is not None and at.f_code.co_filename != "main.py":
+            at = at.f_back
+        where = ""
+        if f.f_code.co_filename != "main.py":
+            name = f.f_code.co_filename
+            name = name[len(dirs[0]) + 1:] if name.startswith(dirs[0] + "/") else name
+            where = f" in {name} line {f.f_lineno}"
+        msg = (f"saferun: blocked {found} at main.py line {at.f_lineno if at else 0} ({rule})"
+               f"{where}: this sandbox forbids it\n")
         try:
             sys.stdout.flush()
         except Exception:
@@ -499,6 +534,82 @@ def _install_guard(spec):
         os.write(2, msg.encode("utf-8", "replace"))
         os._exit(121)
 
+    class DeniedImports:
+        # First on sys.meta_path: importlib.import_module (and the rest of
+        # importlib) raises no `import` event, but every import that is not
+        # done yet asks the finders, this one first.
+        __slots__ = ()
+
+        def find_spec(self, name, path=None, target=None):
+            if state["on"]:
+                found = denied_import(name)
+                f = found and importer(sys._getframe(1))
+                if f is not None and found and own(f.f_code.co_filename):
+                    block(found[1], found[0], f)
+            return None
+
+    finder = DeniedImports()
+
+    def first(self):
+        # Put the finder back in front after any change to the list.
+        if not list.__len__(self) or list.__getitem__(self, 0) is not finder:
+            for i in range(list.__len__(self) - 1, -1, -1):
+                if list.__getitem__(self, i) is finder:
+                    list.__delitem__(self, i)
+            list.insert(self, 0, finder)
+
+    def keeping(op):
+        def method(self, *args):
+            r = op(self, *args)
+            first(self)
+            return r
+        return method
+
+    # sys.meta_path as a list that keeps the finder first. Code can still
+    # replace sys.meta_path or call list's own methods on it: the hook puts
+    # the finder back at the next event, and a denied module's source read
+    # during an import is refused whatever the finders (see the hook).
+    meta_path = type("MetaPath", (list,), {"__slots__": (), **{
+        op: keeping(getattr(list, op)) for op in (
+            "__setitem__", "__delitem__", "__iadd__", "__imul__", "insert", "pop", "remove",
+            "clear", "sort", "reverse")}})([finder, *sys.meta_path])
+
+    def guard_meta_path():
+        mp = sys.meta_path
+        if mp is meta_path and list.__len__(mp) and list.__getitem__(mp, 0) is finder:
+            return
+        if mp is not meta_path:
+            list.__init__(meta_path, [m for m in mp if m is not finder] if isinstance(mp, list) else [])
+            sys.meta_path = meta_path
+        first(meta_path)
+
+    def hook(event, args):
+        if sys.meta_path is not meta_path or not meta_path or list.__getitem__(meta_path, 0) is not finder:
+            guard_meta_path()
+        rule = rules.get(event)
+        if rule is None or not state["on"]:
+            return
+        f0 = sys._getframe(1)
+        f = caller(f0)
+        if f is None:
+            # An import in progress: a denied module's file is not read
+            # for the code, whether or not the finder above was asked.
+            mod = module_of(args[0]) if event == "open" else None
+            found = mod and denied_import(mod)
+            f = found and importer(f0)
+            if f is not None and found and own(f.f_code.co_filename):
+                block(found[1], found[0], f)
+            return
+        if not own(f.f_code.co_filename):
+            return
+        found = what(event, args)
+        if not found:
+            return
+        if isinstance(found, tuple):
+            rule, found = found
+        block(found, rule, f)
+
+    sys.meta_path = meta_path
     sys.addaudithook(hook)
     return update
 

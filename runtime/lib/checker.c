@@ -99,25 +99,28 @@ struct job {
 	const sr_check_config *cfg;
 };
 
-static void run_job(void *arg, sr_arena *a, void *out, size_t out_size)
+static size_t run_job(void *arg, sr_arena *a, void *out, size_t out_size)
 {
 	const struct job *j = arg;
+	sr_check_out *o = out;
 	(void)out_size;
-	sr_checker_run(j->code, j->size, j->cfg, a, out);
+	sr_checker_run(j->code, j->size, j->cfg, a, o);
+	return SR_CHECK_OUT_SIZE(o->n);
 }
 
-static int run_in_process(const struct job *j, const sr_confine_limits *lim, sr_check_out *out)
+static size_t run_in_process(const struct job *j, const sr_confine_limits *lim, sr_check_out *out)
 {
 	sr_arena a;
 	sr_arena_init_heap(&a, lim->memory_bytes);
-	sr_checker_run(j->code, j->size, j->cfg, &a, out);
+	size_t got = run_job((void *)j, &a, out, sizeof *out);
 	sr_arena_free(&a);
-	return 0;
+	return got;
 }
 
-static int copy_result(const sr_check_out *out, sr_check_result *res, sr_error *err)
+static int copy_result(const sr_check_out *out, size_t got, sr_check_result *res, sr_error *err)
 {
-	if (out->magic != SR_CHECK_MAGIC || out->n > SR_CHECK_MAX_FINDINGS)
+	if (got < SR_CHECK_OUT_SIZE(0) || out->magic != SR_CHECK_MAGIC ||
+	    out->n > SR_CHECK_MAX_FINDINGS || got != SR_CHECK_OUT_SIZE(out->n))
 		return sr_refuse(err, EPROTO, "the checker returned a malformed result");
 	if (out->status == -2)
 		return sr_refuse(err, ENOMEM,
@@ -159,11 +162,12 @@ int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
 	if (build_settings(req, p ? p : def, s, err) < 0)
 		goto out;
 	struct job j = { req->code, req->code_size, &s->cfg };
+	size_t got = 0;
 	if (req->in_process)
-		run_in_process(&j, &s->lim, out);
-	else if (sr_confine_run(run_job, &j, &s->lim, out, sizeof *out, err) < 0)
+		got = run_in_process(&j, &s->lim, out);
+	else if (sr_confine_run(run_job, &j, &s->lim, out, sizeof *out, &got, err) < 0)
 		goto out;
-	rc = copy_result(out, res, err);
+	rc = copy_result(out, got, res, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->duration_us =
 	    (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);

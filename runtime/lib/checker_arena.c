@@ -46,7 +46,7 @@ static int grow(sr_arena *a, size_t n)
 	return 0;
 }
 
-void *sr_arena_alloc(sr_arena *a, size_t n)
+static void *take(sr_arena *a, size_t n)
 {
 	if (n > SIZE_MAX - 15)
 		return NULL;
@@ -55,7 +55,14 @@ void *sr_arena_alloc(sr_arena *a, size_t n)
 		return NULL;
 	void *p = a->base + a->used;
 	a->used += n;
-	memset(p, 0, n);
+	return p;
+}
+
+void *sr_arena_alloc(sr_arena *a, size_t n)
+{
+	void *p = take(a, n);
+	if (p)
+		memset(p, 0, n);
 	return p;
 }
 
@@ -64,6 +71,13 @@ void *sr_arena_array(sr_arena *a, size_t n, size_t size)
 	if (size && n > SIZE_MAX / size)
 		return NULL;
 	return sr_arena_alloc(a, n * size);
+}
+
+void *sr_arena_array_uninit(sr_arena *a, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	return take(a, n * size);
 }
 
 void sr_arena_free(sr_arena *a)

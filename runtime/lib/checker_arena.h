@@ -26,6 +26,10 @@ void sr_arena_init_heap(sr_arena *a, size_t limit);
 void *sr_arena_alloc(sr_arena *a, size_t n);
 /* n * size bytes, NULL on overflow or exhaustion. */
 void *sr_arena_array(sr_arena *a, size_t n, size_t size);
+/* The same, not zeroed, for arrays filled element by element before any
+ * read: in the confined child the pages past the last element written are
+ * then never touched (a page fault each). */
+void *sr_arena_array_uninit(sr_arena *a, size_t n, size_t size);
 void sr_arena_free(sr_arena *a);
 
 #endif

@@ -19,14 +19,7 @@
 #include "error.h"
 #include "util.h"
 
-/* The child's address space now (statm counts pages). */
-static uint64_t address_space(void)
-{
-	char buf[64];
-	if (sr_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
-		return 0;
-	return strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
-}
+#define STACK_MAX (8u << 20) /* the checker needs far less; the usual default */
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -55,20 +48,25 @@ static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mem == MAP_FAILED)
 		_exit(11);
-	uint64_t as = address_space();
+	/* Strict mode allows no mmap or brk: past the arena, only the stack
+	 * can grow, and RLIMIT_STACK bounds that (cheaper than an RLIMIT_AS
+	 * computed from /proc/self/statm, which was a tenth of the overhead). */
 	struct rlimit no_core = { 0, 0 },
-		      cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 };
-	struct rlimit space = { as + (1u << 20), as + (1u << 20) };
+		      cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 }, stack;
+	if (getrlimit(RLIMIT_STACK, &stack) < 0)
+		_exit(12);
+	stack.rlim_cur = stack.rlim_cur < STACK_MAX ? stack.rlim_cur : STACK_MAX;
+	stack.rlim_max = stack.rlim_max < STACK_MAX ? stack.rlim_max : STACK_MAX;
 	if (setrlimit(RLIMIT_CORE, &no_core) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
-	    (as && setrlimit(RLIMIT_AS, &space) < 0))
+	    setrlimit(RLIMIT_STACK, &stack) < 0)
 		_exit(12);
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) < 0)
 		_exit(13);
 	sr_arena a;
 	sr_arena_init_fixed(&a, (char *)mem + head, lim->memory_bytes);
-	fn(arg, &a, mem, out_size);
+	size_t n = fn(arg, &a, mem, out_size);
 	/* exit, not exit_group: strict mode allows only the former. */
-	syscall(SYS_exit, write_all(wfd, mem, out_size) < 0 ? 14 : 0);
+	syscall(SYS_exit, write_all(wfd, mem, n < out_size ? n : out_size) < 0 ? 14 : 0);
 	__builtin_unreachable();
 }
 
@@ -116,14 +114,15 @@ static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size,
 	if (si->si_status != 0)
 		return sr_refuse(err, ECHILD, "the checker process failed (exit status %d)",
 				 si->si_status);
-	if (got != out_size)
-		return sr_refuse(err, EPROTO, "the checker process wrote %zu bytes, expected %zu",
-				 got, out_size);
+	if (got > out_size)
+		return sr_refuse(err, EPROTO,
+				 "the checker process wrote %zu bytes, expected at most %zu", got,
+				 out_size);
 	return 0;
 }
 
 int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
-		   size_t out_size, sr_error *err)
+		   size_t out_size, size_t *got, sr_error *err)
 {
 	int p[2], pidfd = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -142,8 +141,8 @@ int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, v
 		close(p[0]);
 		return sr_fail(err, saved, "start the checker process");
 	}
-	size_t got = 0;
-	int rc = collect(p[0], deadline, out, out_size, &got);
+	*got = 0;
+	int rc = collect(p[0], deadline, out, out_size, got);
 	close(p[0]);
 	if (rc < 0)
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
@@ -151,5 +150,5 @@ int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, v
 	while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
 	close(pidfd);
-	return explain(rc, &si, got, out_size, lim, err);
+	return explain(rc, &si, *got, out_size, lim, err);
 }

@@ -1,9 +1,10 @@
 /* Run untrusted-input parsing in a throwaway child: seccomp strict mode
  * (read, write, exit, sigreturn only), every inherited fd closed but the
  * output pipe, memory bounded by one arena mapped before the filter and
- * by RLIMIT_AS, time bounded by a deadline after which the parent kills
- * it. A crash, a timeout or a seccomp violation there is an error here,
- * never a crash of the caller. */
+ * by RLIMIT_STACK (strict mode leaves the stack the only way to grow),
+ * time bounded by a deadline after which the parent kills it. A crash, a
+ * timeout or a seccomp violation there is an error here, never a crash of
+ * the caller. */
 #ifndef SR_CHECKER_CONFINE_H
 #define SR_CHECKER_CONFINE_H
 
@@ -18,13 +19,15 @@ typedef struct sr_confine_limits {
 	uint64_t memory_bytes; /* the child's arena */
 } sr_confine_limits;
 
-/* Computes out_size bytes of output into out from arg, with arena a.
- * Runs under seccomp strict mode: no allocation, no system calls. */
-typedef void (*sr_confined_fn)(void *arg, sr_arena *a, void *out, size_t out_size);
+/* Computes up to out_size bytes of output into out from arg, with arena
+ * a, and returns how many it made (only those are copied back). Runs
+ * under seccomp strict mode: no allocation, no system calls. */
+typedef size_t (*sr_confined_fn)(void *arg, sr_arena *a, void *out, size_t out_size);
 
-/* Run fn in a confined child and copy its output to out. Returns 0, or
- * -1 with err saying how the child failed (ETIMEDOUT, ECHILD, ...). */
+/* Run fn in a confined child and copy its output to out (*got bytes).
+ * Returns 0, or -1 with err saying how the child failed (ETIMEDOUT,
+ * ECHILD, ...). */
 int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
-		   size_t out_size, sr_error *err);
+		   size_t out_size, size_t *got, sr_error *err);
 
 #endif

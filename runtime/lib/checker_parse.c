@@ -812,8 +812,8 @@ static int alloc_tables(sr_program *p)
 	p->table_cap = 16;
 	while (p->table_cap < 2 * n)
 		p->table_cap *= 2;
-	p->scopes = sr_arena_array(p->arena, p->cap_scopes, sizeof *p->scopes);
-	p->binds = sr_arena_array(p->arena, p->cap_binds, sizeof *p->binds);
+	p->scopes = sr_arena_array_uninit(p->arena, p->cap_scopes, sizeof *p->scopes);
+	p->binds = sr_arena_array_uninit(p->arena, p->cap_binds, sizeof *p->binds);
 	p->table = sr_arena_array(p->arena, p->table_cap, sizeof *p->table);
 	if (!p->scopes || !p->binds || !p->table)
 		return -2;

@@ -56,6 +56,7 @@ typedef struct sr_program {
 	uint32_t table_cap;
 	uint8_t has_nonlocal; /* a nonlocal statement somewhere */
 	sr_arena *arena;
+	struct sr_memo *memo; /* the resolver's memo of names' values (checker_resolve.c) */
 } sr_program;
 
 /* Parse the tokens in p->toks (p->src and p->arena set). Returns 0, or -2

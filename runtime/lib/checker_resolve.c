@@ -6,16 +6,46 @@
  * leaves the builtin in place at run time. */
 #include "checker_resolve.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MAXDEPTH 8
 #define BUDGET   512 /* resolution steps per chain: bounds pathological alias webs */
+#define ROUNDS   4   /* passes over a name bound in terms of itself (x = x.y) */
+
+/* The values of a name's bindings in one scope, the builtin aside (it
+ * depends on where the name is used), computed once per program: without
+ * the memo a name rebound n times (df = df.dropna(), ...) costs n steps at
+ * every use, and n grows with the script, so checking was quadratic. */
+typedef struct memo_slot {
+	sr_vals vals;
+	uint32_t definite; /* token of the first unconditional binding seen, or UINT32_MAX */
+	uint8_t state;     /* SLOT_FREE, SLOT_BUSY (being computed), SLOT_DONE */
+	uint8_t deleted, global;
+	int level; /* SLOT_BUSY: its depth in the stack of slots being computed */
+} memo_slot;
+
+enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+typedef struct sr_memo {
+	memo_slot **slot; /* by first binding; NULL until the name is resolved */
+	uint64_t budget;  /* steps left for computing slots, linear in the input */
+	sr_arena *arena;
+} sr_memo;
 
 typedef struct rctx {
 	const sr_program *p;
 	uint32_t budget;
+	int level; /* slots being computed */
+	int cut;   /* the lowest level whose unfinished value was used; 0 after a truncation */
 } rctx;
+
+/* Depth or budget ran out: values are incomplete, so none is memoised. */
+static void truncated(rctx *r)
+{
+	r->cut = 0;
+}
 
 static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth, sr_vals *out);
 static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, sr_vals *out);
@@ -161,30 +191,143 @@ static void binding_value(rctx *r, const sr_binding *b, int depth, sr_vals *out)
 	}
 }
 
+/* The values of the bindings of name in scope s (first binding b), into sl. */
+static void bound(rctx *r, uint32_t b, uint32_t s, const char *name, int depth, memo_slot *sl)
+{
+	const sr_program *p = r->p;
+	sl->vals.n = 0;
+	sl->definite = UINT32_MAX;
+	sl->deleted = sl->global = 0;
+	for (; b != SR_NO_MATCH && r->budget && sl->vals.n < SR_VALS_MAX; b = p->binds[b].next) {
+		/* Before the binding's value, which may spend the rest: a
+		 * decrement after it wrapped the budget round to 2^32 - 1, so
+		 * a web of names rebound in terms of each other never ended. */
+		r->budget--;
+		const sr_binding *bd = &p->binds[b];
+		if (bd->kind == SR_B_GLOBAL && s != 0) {
+			resolve_name(r, name, 0, UINT32_MAX, depth + 1, &sl->vals);
+			sl->global = 1;
+			return;
+		}
+		if (bd->kind == SR_B_DEL) {
+			sl->deleted = 1;
+			continue;
+		}
+		if (bd->kind == SR_B_GLOBAL)
+			continue;
+		binding_value(r, bd, depth, &sl->vals);
+		if (!bd->conditional && bd->tok < sl->definite)
+			sl->definite = bd->tok;
+	}
+	if (b != SR_NO_MATCH && !r->budget)
+		truncated(r);
+}
+
+static int same_vals(const sr_vals *a, const sr_vals *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (uint8_t i = 0; i < a->n; i++) {
+		uint8_t j = 0;
+		while (j < b->n &&
+		       !(a->v[i].kind == b->v[j].kind && strcmp(a->v[i].q, b->v[j].q) == 0))
+			j++;
+		if (j == b->n)
+			return 0;
+	}
+	return 1;
+}
+
+/* Compute slot sl: a name bound in terms of itself sees its own value so
+ * far (nothing, then each pass's), until it stops changing. */
+static void compute(rctx *r, uint32_t b, uint32_t s, const char *name, int depth, memo_slot *sl)
+{
+	int outer = r->cut;
+	sl->state = SLOT_BUSY;
+	sl->level = ++r->level;
+	sl->vals.n = 0;
+	memo_slot next;
+	for (int round = 0;; round++) {
+		r->cut = INT_MAX;
+		bound(r, b, s, name, depth, &next);
+		int changed = !same_vals(&next.vals, &sl->vals);
+		*sl = (memo_slot){ next.vals,    next.definite, SLOT_BUSY,
+				   next.deleted, next.global,   sl->level };
+		if (r->cut != sl->level || !changed)
+			break;
+		if (round + 1 == ROUNDS) {
+			unknown(&sl->vals);
+			break;
+		}
+	}
+	r->level--;
+	if (r->cut >= sl->level) {
+		sl->state = SLOT_DONE; /* complete: only its own unfinished value was used */
+		r->cut = INT_MAX;
+	} else {
+		sl->state = SLOT_FREE; /* it used an outer slot's unfinished value */
+	}
+	if (outer < r->cut)
+		r->cut = outer;
+}
+
+/* The memo slot of name in scope s (first binding b), computed; or the
+ * values computed into tmp when the memo cannot hold them. */
+static const memo_slot *slot(rctx *r, uint32_t b, uint32_t s, const char *name, int depth,
+			     memo_slot *tmp)
+{
+	sr_memo *m = r->p->memo;
+	memo_slot **at = m ? &m->slot[b] : NULL;
+	if (at && *at && (*at)->state == SLOT_DONE)
+		return *at;
+	if (at && *at && (*at)->state == SLOT_BUSY) {
+		if ((*at)->level < r->cut)
+			r->cut = (*at)->level; /* its value so far: the caller is not complete */
+		return *at;
+	}
+	if (!at || (r->level == 0 && !m->budget) ||
+	    (!*at && !(*at = sr_arena_alloc(m->arena, sizeof **at)))) {
+		int cut = r->cut;
+		bound(r, b, s, name, depth, tmp); /* without the memo, as before it */
+		if (r->cut > cut)
+			r->cut = cut;
+		return tmp;
+	}
+	if (r->level > 0) {
+		compute(r, b, s, name, depth, *at);
+		return *at;
+	}
+	/* A computation from the top: its steps come from the memo's budget
+	 * (linear in the input) instead of this chain's. Past that budget the
+	 * chain goes on without the memo, with its own. */
+	uint32_t own = r->budget;
+	r->budget = m->budget > UINT32_MAX ? UINT32_MAX : (uint32_t)m->budget;
+	uint32_t had = r->budget;
+	compute(r, b, s, name, depth, *at);
+	m->budget -= had - r->budget;
+	int out_of_budget = r->budget == 0;
+	r->budget = own;
+	r->cut = INT_MAX;
+	if (!out_of_budget || (*at)->state == SLOT_DONE)
+		return *at;
+	m->budget = 0;
+	bound(r, b, s, name, depth, tmp);
+	r->cut = INT_MAX;
+	return tmp;
+}
+
 /* Every value of the bindings of name in scope s (first binding b). */
 static void gather(rctx *r, uint32_t b, uint32_t s, const char *name, uint32_t at, int depth,
 		   sr_vals *out)
 {
 	const sr_program *p = r->p;
-	int definite = 0, deleted = 0;
-	for (; b != SR_NO_MATCH && r->budget && out->n < SR_VALS_MAX;
-	     b = p->binds[b].next, r->budget--) {
-		const sr_binding *bd = &p->binds[b];
-		if (bd->kind == SR_B_GLOBAL && s != 0) {
-			resolve_name(r, name, 0, UINT32_MAX, depth + 1, out);
-			return;
-		}
-		if (bd->kind == SR_B_DEL) {
-			deleted = 1;
-			continue;
-		}
-		if (bd->kind == SR_B_GLOBAL)
-			continue;
-		binding_value(r, bd, depth, out);
-		definite |= !bd->conditional && bd->tok < at;
-	}
+	memo_slot tmp;
+	const memo_slot *sl = slot(r, b, s, name, depth, &tmp);
+	add_all(out, &sl->vals);
+	if (sl->global)
+		return;
 	if (p->scopes[s].kind != SR_S_FUNCTION && p->scopes[s].kind != SR_S_COMPREHENSION &&
-	    (!definite || deleted))
+	    (sl->definite >= at || sl->deleted))
 		builtin_or_star(r, name, out);
 }
 
@@ -193,6 +336,7 @@ static void resolve_name(rctx *r, const char *name, uint32_t scope, uint32_t at,
 {
 	const sr_program *p = r->p;
 	if (depth > MAXDEPTH || !r->budget) {
+		truncated(r);
 		unknown(out);
 		return;
 	}
@@ -254,6 +398,8 @@ static void eval_range(rctx *r, uint32_t a, uint32_t b, uint32_t elem, int depth
 {
 	const sr_program *p = r->p;
 	if (depth > MAXDEPTH || a >= b || !r->budget) {
+		if (a < b)
+			truncated(r);
 		unknown(out);
 		return;
 	}
@@ -772,7 +918,18 @@ static uint32_t chain(rctx *r, uint32_t i, int depth, sr_step_fn fn, void *ctx, 
 
 uint32_t sr_resolve_chain(const sr_program *p, uint32_t i, sr_step_fn fn, void *ctx, sr_vals *out)
 {
-	rctx r = { p, BUDGET };
+	rctx r = { p, BUDGET, 0, INT_MAX };
 	out->n = 0;
 	return chain(&r, i, 0, fn, ctx, out);
+}
+
+int sr_resolve_init(sr_program *p)
+{
+	sr_memo *m = sr_arena_alloc(p->arena, sizeof *m);
+	if (!m || !(m->slot = sr_arena_array(p->arena, p->n_binds + 1, sizeof *m->slot)))
+		return -2;
+	m->budget = 64 * (uint64_t)p->toks.n + 65536;
+	m->arena = p->arena;
+	p->memo = m;
+	return 0;
 }

@@ -41,6 +41,10 @@ typedef struct sr_step {
 
 typedef void (*sr_step_fn)(void *ctx, const sr_step *st);
 
+/* Set up p->memo, the resolver's memo of names' values, after sr_parse.
+ * Returns 0, or -2 when the arena is exhausted. */
+int sr_resolve_init(sr_program *p);
+
 /* Evaluate the chain starting at token i (a name, a string or a
  * parenthesized expression, then .attr, (args) and [key] trailers),
  * calling fn (if not NULL) for each step. Returns the index after it. */

@@ -347,14 +347,16 @@ static const char *const internal_attrs[] = {
 
 /* pat matches q itself, anything under it, or with a trailing '*' any
  * name that starts with it. */
+/* q is pat, or a member of it ("os.path" matches "os"), or starts with
+ * pat's prefix when pat ends in '*'. One pass: this runs for every value
+ * of every step of every chain. */
 static bool matches(const char *q, const char *pat)
 {
-	if (q[0] != pat[0])
-		return false;
-	size_t n = strlen(pat);
-	if (pat[n - 1] == '*')
-		return strncmp(q, pat, n - 1) == 0;
-	return strncmp(q, pat, n) == 0 && (q[n] == '\0' || q[n] == '.');
+	size_t i = 0;
+	for (; pat[i] && !(pat[i] == '*' && !pat[i + 1]); i++)
+		if (q[i] != pat[i])
+			return false;
+	return pat[i] == '*' || q[i] == '\0' || q[i] == '.';
 }
 
 static int match_table(const struct pattern *t, const char *q)

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "saferun.h"
@@ -47,6 +48,10 @@ typedef struct sr_check_out {
 	uint32_t truncated;
 	sr_finding f[SR_CHECK_MAX_FINDINGS];
 } sr_check_out;
+
+/* The bytes of an sr_check_out with n findings: only those are cleared,
+ * filled and copied out of the confined child. */
+#define SR_CHECK_OUT_SIZE(n) (offsetof(sr_check_out, f) + (size_t)(n) * sizeof(sr_finding))
 
 extern const sr_check_rule sr_rule_table[SR_R_COUNT];
 

@@ -445,7 +445,7 @@ static void sort_findings(sr_check_out *out)
 int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_arena *a,
 		   sr_check_out *out)
 {
-	memset(out, 0, sizeof *out);
+	memset(out, 0, SR_CHECK_OUT_SIZE(0));
 	out->magic = SR_CHECK_MAGIC;
 	check_coding(src, len, cfg, out);
 	sr_program p = { .src = src, .arena = a };
@@ -456,7 +456,7 @@ int sr_checker_run(const char *src, size_t len, const sr_check_config *cfg, sr_a
 			       sr_rule_advice(SR_R_SYNTAX));
 		return 0;
 	}
-	if (rc < 0 || sr_parse(&p) < 0) {
+	if (rc < 0 || sr_parse(&p) < 0 || sr_resolve_init(&p) < 0) {
 		out->status = -2;
 		return -2;
 	}

@@ -56,17 +56,31 @@ static const char *const ops1[] = { "(", ")", "[", "]", "{", "}", ":", ",", ";",
 				    "|", "&", "<", ">", "=", ".", "%", "~", "^", "@", "!", NULL };
 
 static const char *const keywords[] = {
+	/* sorted */
 	"False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
 	"class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
 	"from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
 	"or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield",    NULL,
 };
 
+/* keywords is sorted (by bytes): a binary search, for every name. */
 static int is_keyword(const char *s, size_t n)
 {
-	for (const char *const *k = keywords; *k; k++)
-		if ((*k)[0] == s[0] && strlen(*k) == n && memcmp(*k, s, n) == 0)
+	size_t lo = 0, hi = sizeof keywords / sizeof *keywords - 1; /* without the NULL */
+	if (n < 2 || n > 8)
+		return 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strncmp(keywords[mid], s, n);
+		if (c == 0 && keywords[mid][n] != '\0')
+			c = 1; /* s is a prefix of the keyword: less than it */
+		if (c == 0)
 			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return 0;
 }
 
@@ -613,16 +627,22 @@ static int lex_number(lexer *lx, sr_token *t)
 
 static const char *match_op(const lexer *lx)
 {
-	const char *const *tables[] = { ops3, ops2, ops1 };
-	for (size_t k = 0; k < 3; k++) {
-		size_t n = 3 - k;
-		if (lx->pos + n > lx->len)
-			continue;
-		for (const char *const *op = tables[k]; *op; op++)
-			if ((*op)[0] == lx->s[lx->pos] && memcmp(lx->s + lx->pos, *op, n) == 0)
-				return *op;
+	static const char ops1_chars[] = "()[]{}:,;+-*/|&<>=.%~^@!"; /* ops1, in order */
+	const char *s = lx->s + lx->pos;
+	/* Most operators are one character: the longer ones end in one of these. */
+	if (lx->pos + 1 < lx->len && s[1] && strchr("=*/<>.", s[1])) {
+		const char *const *tables[] = { ops3, ops2 };
+		for (size_t k = 0; k < 2; k++) {
+			size_t n = 3 - k;
+			if (lx->pos + n > lx->len)
+				continue;
+			for (const char *const *op = tables[k]; *op; op++)
+				if ((*op)[0] == s[0] && memcmp(s, *op, n) == 0)
+					return *op;
+		}
 	}
-	return NULL;
+	const char *c = s[0] ? strchr(ops1_chars, s[0]) : NULL;
+	return c ? ops1[c - ops1_chars] : NULL;
 }
 
 static int close_bracket(lexer *lx, char c)

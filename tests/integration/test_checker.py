@@ -255,21 +255,27 @@ def test_runtime_guard_blocks_ctypes_dlopen_and_dlsym():
     assert res["status"] == "ok" and res["stdout"] == "before\nafter\n", res
 
 
-# Known gaps of the guard (rootfs/runner.py), kept here so a fix shows up:
-# strict xfails fail once the guard does the right thing; then drop the mark.
-
-@pytest.mark.xfail(strict=True, reason="runner.py: for `import` events the caller walk skips the "
-                   "stdlib packages in `through` (asyncio/, webbrowser.py), so asyncio's own "
-                   "`import subprocess` is blamed on main.py")
-def test_runtime_guard_lets_asyncio_be_imported():
-    code = "import asyncio\nasync def main():\n    return 1\nprint(asyncio.run(main()))\n"
+def test_runtime_guard_lets_asyncio_and_webbrowser_be_imported():
+    # Their own `import subprocess` is a library's import, not the code's
+    # (the walk to the importer stops at the first frame outside importlib).
+    code = ("import asyncio, webbrowser\nasync def main():\n    return 1\n"
+            "print(asyncio.run(main()), webbrowser.__name__)\n")
     assert saferun("check", "-", input=code.encode()).returncode == 0
     res = run_json(code=code)
     assert res["status"] == "ok", res["message"]
+    assert res["stdout"] == "1 webbrowser\n"
+    # what asyncio does for the code is still the code's: a process
+    code = ("import asyncio\nA = {'a': asyncio}\nasync def main():\n"
+            "    await A['a'].create_subprocess_exec('true')\nprint('before')\n"
+            "asyncio.run(main())\nprint('after')\n")
+    assert saferun("check", "-", input=code.encode()).returncode == 0
+    res = run_json(code=code)
+    assert res["status"] == "rejected", res
+    assert res["message"] == ("rejected: blocked subprocess.Popen('true', ['true']) at main.py line 4 "
+                              "(SR101 process): this sandbox forbids it")
+    assert res["stdout"] == "before\n"
 
 
-@pytest.mark.xfail(strict=True, reason="runner.py: only frames of main.py count as the code's own, "
-                   "so a module the code writes and imports raises events as a library would")
 def test_runtime_guard_covers_modules_the_code_writes():
     code = ("with open('helper.py', 'w') as f:\n"
             "    f.write('import os\\nos.system(\"true\")\\n')\n"
@@ -277,14 +283,89 @@ def test_runtime_guard_covers_modules_the_code_writes():
     assert saferun("check", "-", input=code.encode()).returncode == 0
     res = run_json(code=code)
     assert res["status"] == "rejected", res
-
-
-@pytest.mark.xfail(strict=True, reason="Python raises the `import` audit event only for import "
-                   "statements and __import__, not for importlib.import_module; runner.py would need "
-                   "a sys.meta_path finder to see those")
-def test_runtime_guard_denies_import_module_of_a_denied_module():
-    code = ("import importlib\nL = {'i': importlib}\nprint('before')\n"
-            "L['i'].import_module('pty')\nprint('after')\n")
+    assert res["message"] == ("rejected: blocked os.system(b'true') at main.py line 3 (SR101 process) "
+                              "in helper.py line 2: this sandbox forbids it")
+    assert [(f["rule"], f["line"]) for f in res["findings"]] == [("SR101", 3)]
+    assert res["stdout"] == ""
+    # and what a function of that module does when main.py calls it, in /tmp too
+    code = ("with open('/tmp/h2.py', 'w') as f:\n"
+            "    f.write('def peek(p):\\n    return open(p).read()\\n')\n"
+            "import sys\nsys.path.append('/tmp')\nimport h2\nprint('before')\n"
+            "h2.peek('/etc/hostname')\nprint('after')\n")
     assert saferun("check", "-", input=code.encode()).returncode == 0
     res = run_json(code=code)
     assert res["status"] == "rejected", res
+    assert res["message"] == ("rejected: blocked open('/etc/hostname') at main.py line 7 (SR401 path) "
+                              "in /tmp/h2.py line 2: this sandbox forbids it")
+    assert res["stdout"] == "before\n"
+
+
+# importlib raises no `import` event: a finder first on sys.meta_path
+# refuses denied modules, and the file of a denied standard module read
+# during an import the code asked for is refused even when the code took
+# that finder out.
+IMPORT_MODULE = [
+    "",
+    "S['s'].meta_path.clear()\n",
+    "S['s'].meta_path.pop(0)\n",
+    "S['s'].meta_path = S['s'].meta_path[1:]\n",
+    "list.__delitem__(S['s'].meta_path, 0)\n",
+]
+
+
+def test_runtime_guard_denies_import_module_of_a_denied_module():
+    for tamper in IMPORT_MODULE:
+        code = ("import importlib, sys\nL = {'i': importlib}\nS = {'s': sys}\n" + tamper +
+                "print('before')\nL['i'].import_module('pty')\nprint('after')\n")
+        line = 5 if tamper else 4
+        assert saferun("check", "-", input=code.encode()).returncode == 0, code
+        res = run_json(code=code)
+        assert res["status"] == "rejected", (tamper, res)
+        assert res["message"] == (f"rejected: blocked import pty at main.py line {line + 1} "
+                                  "(SR101 process): this sandbox forbids it"), (tamper, res["message"])
+        assert res["stdout"] == "before\n"
+    # an extension module (no source file to read) is refused by the finder
+    code = ("import importlib\nL = {'i': importlib}\nprint('before')\n"
+            "L['i'].import_module('_posixsubprocess')\nprint('after')\n")
+    res = run_json(code=code)
+    assert res["status"] == "rejected", res
+    assert res["message"].startswith("rejected: blocked import _posixsubprocess at main.py line 4 "
+                                     "(SR101 process)")
+    # allowed by name, it is imported
+    res = run_json("--allow", "pty", code=code.replace("_posixsubprocess", "pty"))
+    assert res["status"] == "ok" and res["stdout"] == "before\nafter\n", res
+
+
+def test_runtime_guard_watches_directory_listings():
+    code = ("import os, pathlib\nm = {'o': os, 'p': pathlib.Path}\nprint(len(os.listdir()) > 0, "
+            "len(os.listdir('/tmp')) >= 0, len(list(os.scandir('.'))) > 0)\n")
+    res = run_json(code=code)
+    assert res["status"] == "ok" and res["stdout"] == "True True True\n", res
+    for call, event in [("m['o'].listdir('/etc')", "os.listdir('/etc')"),
+                        ("m['o'].scandir('/usr/lib')", "os.scandir('/usr/lib')"),
+                        ("list(m['p']('/proc').iterdir())", "os.listdir('/proc')"),
+                        ("m['o'].listdir(b'/')", "os.listdir('/')")]:
+        c = code + f"print('before')\n{call}\nprint('after')\n"
+        assert saferun("check", "-", input=c.encode()).returncode == 0, c
+        res = run_json(code=c)
+        assert res["status"] == "rejected", (call, res)
+        assert res["message"] == (f"rejected: blocked {event} at main.py line 5 (SR401 path): "
+                                  "this sandbox forbids it"), res["message"]
+        assert res["stdout"] == "True True True\nbefore\n"
+    for allow in ("listdir", "os", "SR401"):
+        res = run_json("--allow", allow, code=code + "print(len(m['o'].listdir('/etc')) > 0)\n")
+        assert res["status"] == "ok" and res["stdout"].endswith("True\n"), (allow, res)
+
+
+def test_runtime_guard_blocks_code_objects_made_by_the_code():
+    # A code object with another file's name would pass the code's frames
+    # off as the standard library's.
+    code = ("import os\ndef f():\n    os.system('true')\nattr = ''.join(['__co', 'de__'])\n"
+            "print('before')\nc = getattr(f, attr).replace(co_filename=os.__file__)\n"
+            "print('after')\n")
+    assert saferun("check", "-", input=code.encode()).returncode == 1  # os.system in f
+    res = run_json("--allow", "os.system", code=code)
+    assert res["status"] == "rejected", res
+    assert res["message"] == ("rejected: blocked code.__new__() at main.py line 6 (SR201 eval): "
+                              "this sandbox forbids it")
+    assert res["stdout"] == "before\n"

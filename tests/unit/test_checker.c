@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,6 +64,30 @@ static void test_tokenizer_lines(void)
 	    "N:d NL: END:");
 	tokens("x = 0x1F + 1.5e-3j + 1_000 + .5\n", got, sizeof got);
 	CHECK_STR(got, "N:x OP:= NUM:0x1F OP:+ NUM:1.5e-3j OP:+ NUM:1_000 OP:+ NUM:.5 NL: END:");
+}
+
+/* Keywords are found by a binary search: every one, and nothing else. */
+static void test_tokenizer_keywords(void)
+{
+	const char *src =
+	    "False None True and as assert async await break class continue def del "
+	    "elif else except finally for from global if import in is lambda nonlocal "
+	    "not or pass raise return try while with yield "
+	    "A false a asy assertx awaits d el iff Import ins nonlocals o yields zz\n";
+	sr_arena a;
+	sr_tokens t;
+	sr_tok_error e = { 0 };
+	sr_arena_init_heap(&a, 1 << 20);
+	CHECK_INT(sr_tokenize(src, strlen(src), &a, &t, &e), 0);
+	uint32_t kw = 0, names = 0;
+	for (uint32_t i = 0; i < t.n; i++) {
+		names += t.v[i].type == SR_T_NAME;
+		if (sr_tok_is_keyword(&t.v[i]))
+			CHECK_INT(i, kw++); /* the first 35 names, and only they */
+	}
+	CHECK_INT(kw, 35);
+	CHECK_INT(names, 35 + 15);
+	sr_arena_free(&a);
 }
 
 static void test_tokenizer_nfkc(void)
@@ -144,57 +169,89 @@ static void test_tokenizer_errors(void)
 
 /* ---- the confined child ---------------------------------------------------------- */
 
-static void fill(void *arg, sr_arena *a, void *out, size_t n)
+static size_t fill(void *arg, sr_arena *a, void *out, size_t n)
 {
 	(void)a;
 	memset(out, *(const char *)arg, n);
+	return n - 10; /* only what it made is copied */
 }
 
-static void crash(void *arg, sr_arena *a, void *out, size_t n)
+static size_t crash(void *arg, sr_arena *a, void *out, size_t n)
 {
-	(void)a, (void)out, (void)n;
+	(void)a, (void)out;
 	*(volatile int *)arg = 1; /* arg is NULL */
+	return n;
 }
 
-static void hang(void *arg, sr_arena *a, void *out, size_t n)
+static size_t hang(void *arg, sr_arena *a, void *out, size_t n)
 {
-	(void)arg, (void)a, (void)out, (void)n;
+	(void)arg, (void)a, (void)out;
 	for (volatile int i = 0;; i++)
 		;
+	return n;
 }
 
-static void forbidden(void *arg, sr_arena *a, void *out, size_t n)
+static size_t forbidden(void *arg, sr_arena *a, void *out, size_t n)
 {
-	(void)arg, (void)a, (void)out, (void)n;
+	(void)arg, (void)a, (void)out;
 	syscall(SYS_getpid); /* anything but read, write, exit, sigreturn */
+	return n;
 }
 
-static void exhaust(void *arg, sr_arena *a, void *out, size_t n)
+static size_t exhaust(void *arg, sr_arena *a, void *out, size_t n)
 {
 	(void)arg;
 	while (sr_arena_alloc(a, 1 << 20))
 		;
 	memset(out, 'x', n); /* the arena ran out, nothing else happened */
+	return n;
+}
+
+/* 64 MiB of stack at most, then it returns. */
+static size_t deep(void *arg, sr_arena *a, void *out, size_t n)
+{
+	volatile char frame[64 << 10];
+	frame[0] = (char)(uintptr_t)arg;
+	if ((uintptr_t)arg < 1024)
+		deep((void *)((uintptr_t)arg + 1), a, out, n);
+	return n + (size_t)frame[0] * 0;
 }
 
 static void test_confined_child(void)
 {
 	sr_confine_limits lim = { .timeout_ms = 300, .memory_bytes = 4 << 20 };
 	char out[100], c = 'z';
+	size_t got = 0;
 	sr_error err = { 0 };
-	CHECK_INT(sr_confine_run(fill, &c, &lim, out, sizeof out, &err), 0);
-	CHECK(out[0] == 'z' && out[99] == 'z');
-	CHECK_INT(sr_confine_run(crash, NULL, &lim, out, sizeof out, &err), -1);
+	memset(out, 0, sizeof out);
+	CHECK_INT(sr_confine_run(fill, &c, &lim, out, sizeof out, &got, &err), 0);
+	CHECK_INT(got, 90);
+	CHECK(out[0] == 'z' && out[89] == 'z' && out[90] == 0);
+	CHECK_INT(sr_confine_run(crash, NULL, &lim, out, sizeof out, &got, &err), -1);
 	/* SIGSEGV; under ASan its report's system calls end it with SIGKILL */
 	CHECK(!strncmp(err.msg, "the checker process was killed by signal ", 41));
-	CHECK_INT(sr_confine_run(hang, NULL, &lim, out, sizeof out, &err), -1);
+	CHECK_INT(sr_confine_run(hang, NULL, &lim, out, sizeof out, &got, &err), -1);
 	CHECK_INT(err.errnum, ETIMEDOUT);
 	CHECK_STR(err.msg, "the checker ran out of time (300 ms) and was killed");
-	CHECK_INT(sr_confine_run(forbidden, NULL, &lim, out, sizeof out, &err), -1);
+	CHECK_INT(sr_confine_run(forbidden, NULL, &lim, out, sizeof out, &got, &err), -1);
 	CHECK_STR(err.msg,
 		  "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "
 		  "resource limit)");
-	CHECK_INT(sr_confine_run(exhaust, NULL, &lim, out, sizeof out, &err), 0);
+	CHECK_INT(sr_confine_run(exhaust, NULL, &lim, out, sizeof out, &got, &err), 0);
+	/* the stack is bounded (8 MiB) even when the caller's is not */
+	struct rlimit was, unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	getrlimit(RLIMIT_STACK, &was);
+	if (setrlimit(RLIMIT_STACK, &unlimited) == 0) {
+		CHECK_INT(sr_confine_run(deep, NULL, &lim, out, sizeof out, &got, &err), -1);
+#ifdef __SANITIZE_ADDRESS__
+		/* ASan's SIGSEGV report makes system calls: strict mode kills it */
+		CHECK(!strncmp(err.msg, "the checker process was killed by signal ", 41));
+#else
+		CHECK_STR(err.msg,
+			  "the checker process was killed by signal 11 (Segmentation fault)");
+#endif
+		setrlimit(RLIMIT_STACK, &was);
+	}
 }
 
 /* ---- sr_check --------------------------------------------------------------------- */
@@ -255,6 +312,68 @@ static void test_check_bad_input_and_limits(void)
 		  "(raise checker.memory in the policy)");
 	free(big);
 	sr_policy_free(p);
+}
+
+/* A name rebound all along a long script (df = df.dropna(), ...) was
+ * resolved through every one of its bindings at every use, which made
+ * checking quadratic and worse: this script took over a minute and ended
+ * at the confined checker's 2 s limit. Resolved names are memoised now. */
+static void test_many_rebindings_check_in_time(void)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *code = malloc(cap);
+	n += (size_t)snprintf(code + n, cap - n,
+			      "import os\nimport pandas as pd\npath = 'data.csv'\n");
+	for (int i = 0; n + 256 < cap && i < 999; i++)
+		n += (size_t)snprintf(code + n, cap - n,
+				      "df = pd.read_csv(path)\ndf = df.dropna()\n"
+				      "total = df['v%d'].sum()\ndf = df[df.v > total]\n"
+				      "df.to_csv('out.csv')\n",
+				      i);
+	n += (size_t)snprintf(code + n, cap - n, "run = os\nrun.system('id')\n");
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check(code, NULL, NULL, 0, &r, &err), 0); /* confined, the default 2 s */
+	CHECK_STR(err.msg, "");
+	CHECK_INT(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		CHECK_STR(r.findings[0].rule, "SR101");
+		CHECK_INT(r.findings[0].line, 5000);
+		CHECK_STR(r.findings[0].name, "os.system");
+	}
+	sr_check_result_free(&r);
+	free(code);
+}
+
+/* Names used before the web of rebindings that defines them (a12 is a11()
+ * 32 times, a11 is a10() 32 times, ...): no value can be memoised (each
+ * is cut at the depth limit), the memo's budget runs out at the first
+ * use, and the rest is resolved without the memo. The resolver's budget
+ * used to wrap round to 2^32 - 1 here and never end; and past the memo's
+ * budget no name may be skipped: the last line is still found. */
+static void test_web_of_rebindings_past_the_memo_budget(void)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *code = malloc(cap);
+	n += (size_t)snprintf(code + n, cap - n, "import os\n");
+	for (int i = 0; i < 2000; i++)
+		n += (size_t)snprintf(code + n, cap - n, "a12()\n");
+	n += (size_t)snprintf(code + n, cap - n, "a0 = 1\n");
+	for (int i = 1; i <= 12; i++)
+		for (int k = 0; k < 32; k++)
+			n += (size_t)snprintf(code + n, cap - n, "a%d = a%d()\n", i, i - 1);
+	n += (size_t)snprintf(code + n, cap - n, "run = os\nrun.system('id')\n");
+	sr_check_result r;
+	sr_error err = { 0 };
+	CHECK_INT(check(code, NULL, NULL, 0, &r, &err), 0); /* confined, the default 2 s */
+	CHECK_STR(err.msg, "");
+	CHECK_INT(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		CHECK_STR(r.findings[0].rule, "SR101");
+		CHECK_INT(r.findings[0].line, 2388);
+	}
+	sr_check_result_free(&r);
+	free(code);
 }
 
 /* Found by the fuzzer: "from import *" left the star import pointing at
@@ -366,6 +485,7 @@ int main(void)
 {
 	test_tokenizer_strings();
 	test_tokenizer_lines();
+	test_tokenizer_keywords();
 	test_tokenizer_nfkc();
 	test_tokenizer_named_escapes();
 	test_tokenizer_errors();
@@ -373,6 +493,8 @@ int main(void)
 	test_confined_child();
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
+	test_many_rebindings_check_in_time();
+	test_web_of_rebindings_past_the_memo_budget();
 	test_star_import_without_module();
 	test_allow_list();
 	test_policy_section();
