@@ -907,43 +907,37 @@ static void test_warm_warmup(void)
 	free(doc);
 }
 
-static void test_dup_copies_the_network_section(void)
+/* The copy of p prints as p did once p is gone (the ASan pass catches a
+ * pointer they still share); p is freed, the copy returned. */
+static sr_policy *dup_and_free(sr_policy *p)
 {
-	sr_policy *p = load("{\"network\": {\"mode\": \"egress\", \"allow\": [{\"cidr\": "
-			    "\"198.18.0.0/24\", \"ports\": [80, 443]}, {\"host\": \"localhost\", "
-			    "\"ports\": \"*\"}], "
-			    "\"dns\": [\"198.18.0.53\"]}}");
-	CHECK(p != NULL);
-	if (!p)
-		return;
 	char *want = sr_policy_to_json(p);
 	sr_policy *d = sr_policy_dup(p);
-	CHECK(d && d->net.allow != p->net.allow && d->net.dns[0] != p->net.dns[0]);
+	CHECK(d != NULL);
 	sr_policy_free(p);
 	char *got = d ? sr_policy_to_json(d) : NULL;
 	CHECK_STR(got, want);
 	free(got);
 	free(want);
-	sr_policy_free(d);
+	return d;
 }
 
-static void test_dup_copies_the_dependencies_section(void)
+static void test_dup_copies_the_network_and_dependencies_sections(void)
 {
-	sr_policy *p = load("{\"dependencies\": {\"allow\": [\"six\", \"attrs\"], \"ignore\": "
+	sr_policy *p = load("{\"network\": {\"mode\": \"egress\", \"allow\": [{\"cidr\": "
+			    "\"198.18.0.0/24\", \"ports\": [80, 443]}, {\"host\": \"localhost\", "
+			    "\"ports\": \"*\"}], \"dns\": [\"198.18.0.53\"]}, "
+			    "\"dependencies\": {\"allow\": [\"six\", \"attrs\"], \"ignore\": "
 			    "[\"torch\"], \"wheelhouse\": \"/srv/wheels\", \"cache\": true}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
-	char *want = sr_policy_to_json(p);
 	sr_policy *d = sr_policy_dup(p);
-	CHECK(d && d->dependencies.allow != p->dependencies.allow &&
+	CHECK(d && d->net.allow != p->net.allow && d->net.dns[0] != p->net.dns[0] &&
+	      d->dependencies.allow != p->dependencies.allow &&
 	      d->dependencies.wheelhouse != p->dependencies.wheelhouse);
-	sr_policy_free(p);
-	char *got = d ? sr_policy_to_json(d) : NULL;
-	CHECK_STR(got, want);
-	free(got);
-	free(want);
 	sr_policy_free(d);
+	sr_policy_free(dup_and_free(p));
 }
 
 static void test_dup_is_a_deep_copy(void)
@@ -961,22 +955,13 @@ static void test_dup_is_a_deep_copy(void)
 	if (!p)
 		return;
 	sr_policy *d = sr_policy_dup(p);
-	CHECK(d != NULL);
-	if (!d) {
-		sr_policy_free(p);
-		return;
-	}
-	char *want = sr_policy_to_json(p);
-	CHECK(d->env != p->env && d->writable != p->writable &&
+	CHECK(d && d->env != p->env && d->writable != p->writable &&
 	      d->seccomp.rules != p->seccomp.rules);
-	CHECK(d->checker.allow != p->checker.allow && d->warm.preload != p->warm.preload);
-	CHECK(d->checker.n_rules_off == 1 && d->checker.rules_off != p->checker.rules_off);
-	sr_policy_free(p);
-	char *got = sr_policy_to_json(d);
-	CHECK_STR(got, want);
-	CHECK_STR(d->name, "t.json");
-	free(got);
-	free(want);
+	CHECK(d && d->checker.allow != p->checker.allow && d->warm.preload != p->warm.preload);
+	CHECK(d && d->checker.n_rules_off == 1 && d->checker.rules_off != p->checker.rules_off);
+	sr_policy_free(d);
+	d = dup_and_free(p);
+	CHECK(d && strcmp(d->name, "t.json") == 0);
 	sr_policy_free(d);
 }
 
@@ -1320,8 +1305,7 @@ int main(void)
 	test_to_json_round_trip();
 	test_warm_warmup();
 	test_dup_is_a_deep_copy();
-	test_dup_copies_the_network_section();
-	test_dup_copies_the_dependencies_section();
+	test_dup_copies_the_network_and_dependencies_sections();
 	test_network_egress();
 	test_network_errors();
 	test_load_file();
