@@ -1625,15 +1625,13 @@ static int parse_index_url(const struct ctx *c, const cJSON *v, sr_deps_policy *
 	}
 	if (want_string(c, path, v) < 0)
 		return -1;
-	const char *s = v->valuestring;
-	size_t len = strlen(s);
-	bool ok = len < 2048 && (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0);
-	for (const char *q = s; ok && *q; q++)
-		ok = (unsigned char)*q > 0x20 && *q != 0x7f && *q != '"' && *q != '\\';
-	if (!ok || !s[strncmp(s, "https://", 8) == 0 ? 8 : 7])
-		return bad_value(c, path, v,
-				 "is not an index URL (http:// or https://, no spaces, e.g. "
-				 "\"https://pypi.org/simple\")");
+	const char *s = v->valuestring, *why;
+	char host[256];
+	uint16_t port;
+	if (sr_deps_parse_index_url(s, host, sizeof host, &port, &why) < 0)
+		/* credentials are never echoed back */
+		return strchr(why, '@') ? bad(c, path, "%s", why)
+					: bad_value(c, path, v, "%s", why);
 	return replace_str(&d->index_url, s) < 0 ? oom(c) : 0;
 }
 

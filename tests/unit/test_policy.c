@@ -1276,6 +1276,28 @@ static void test_dependencies_errors(void)
 	expect_error("{\"dependencies\": {\"index_url\": \"ftp://x\"}}",
 		     "t.json: policy.dependencies.index_url: \"ftp://x\" is not an index URL "
 		     "(http:// or https://, no spaces, e.g. \"https://pypi.org/simple\")");
+	expect_error("{\"dependencies\": {\"index_url\": \"https://u:secret@pypi.org/simple\"}}",
+		     "t.json: policy.dependencies.index_url: holds credentials "
+		     "(user:password@...): refused, they would end up in logs and results; use "
+		     "an index that needs none");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test/simple#frag\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test/simple#frag\" has a "
+		     "fragment (#...): remove it");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test/simple?a=1\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test/simple?a=1\" has a "
+		     "query (?...): an index URL is a plain http(s) address");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test:0/simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test:0/simple\" has a "
+		     "port that is not 1 to 65535");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test:65536/\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test:65536/\" has a "
+		     "port that is not 1 to 65535");
+	expect_error("{\"dependencies\": {\"index_url\": \"http:///simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http:///simple\" has no host");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://[::1]:80/simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://[::1]:80/simple\" has a "
+		     "host that is not a DNS name or an IPv4 address (letters, digits, '-' and "
+		     "'.'; no IPv6)");
 	expect_error("{\"dependencies\": {\"cache\": 1}}",
 		     "t.json: policy.dependencies.cache: expected true, false or an absolute "
 		     "path, got 1");
