@@ -3,11 +3,9 @@ sandbox reaches policy.dependencies.index_url through the egress network
 mode, with the index's host and port as its only destination. The index is
 a PEP 503 "simple" tree the test builds and serves with http.server from a
 network namespace of its own (198.18.0.0/15, never a real address)."""
-import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -16,12 +14,12 @@ import urllib.request
 import pytest
 
 from conftest import ROOTFS_DIR, saferun
-from netns_server import ServerNetns, default_uplink, ip
+from netns_server import ip
+from simple_index import INDEX_PORT, OTHER_PORT, SimpleIndex, tools_missing
 from wheels import build_wheel
 
 DEPS_WS = "/run/saferun/deps"
 SITE = "/usr/local/lib/python3.11/dist-packages"
-INDEX_PORT, OTHER_PORT = 8081, 8082
 FWD_STATE = "/run/saferun/egress.forwarding"
 
 pytestmark = pytest.mark.skipif(
@@ -29,97 +27,17 @@ pytestmark = pytest.mark.skipif(
     reason="needs the minimal profile (scripts/build-rootfs minimal)")
 
 
-def simple_page(links):
-    body = "".join(f'<a href="{href}">{text}</a><br>\n' for href, text in links)
-    return f"<!DOCTYPE html><html><body>\n{body}</body></html>\n"
-
-
-def build_index(root, server):
-    """root/simple/<name>/index.html (PEP 503) linking to root/files/*.whl;
-    farpkg's page links to the same netns on another port instead."""
-    files = os.path.join(root, "files")
-    os.makedirs(files)
-    wheels = {
-        "tinyleaf": [build_wheel(files, "tinyleaf", "1.0")],
-        "tinytop": [build_wheel(files, "tinytop", "2.0", requires=["tinyleaf>=1.0"],
-                                files={"tinytop/__init__.py":
-                                       "import tinyleaf\nVERSION = '2.0'\n"})],
-        "farpkg": [build_wheel(files, "farpkg", "1.0")],
-    }
-    for name, paths in wheels.items():
-        page = os.path.join(root, "simple", name)
-        os.makedirs(page)
-        links = []
-        for path in paths:
-            digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-            base = os.path.basename(path)
-            href = (f"http://{server}:{OTHER_PORT}/files/{base}" if name == "farpkg"
-                    else f"../../files/{base}")
-            links.append((f"{href}#sha256={digest}", base))
-        with open(os.path.join(page, "index.html"), "w") as f:
-            f.write(simple_page(links))
-    with open(os.path.join(root, "simple", "index.html"), "w") as f:
-        f.write(simple_page([(f"{n}/", n) for n in wheels]))
-
-
-# http.server's own HTTPServer looks its address up (getfqdn) when it
-# binds: no resolver in the netns, so it would hang; a plain TCP server
-# does not.
-SERVE = """
-import functools, http.server, socketserver, sys
-class Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = daemon_threads = True
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[3])
-Server((sys.argv[1], int(sys.argv[2])), handler).serve_forever()
-"""
-
-
-def wait_port(addr, port):
-    for _ in range(100):
-        try:
-            socket.create_connection((addr, port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {addr}:{port}")
-
-
 @pytest.fixture(scope="module")
 def index():
-    """The server netns with two http.servers over one tree: the index on
-    INDEX_PORT, the same files on OTHER_PORT (farpkg's link)."""
-    missing = [t for t in ("ip", "nft") if not shutil.which(t)]
-    if missing or subprocess.run(["nft", "list", "tables"], capture_output=True).returncode:
-        pytest.skip("needs ip, nft and nf_tables")
-    uplink = default_uplink()
-    fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
-    saved = open(fwd).read() if fwd else None
-    root = tempfile.mkdtemp(prefix="saferun-index-test-")
-    procs = []
+    why = tools_missing()
+    if why:
+        pytest.skip(why)
     try:
-        t = ServerNetns()
+        t = SimpleIndex()
     except subprocess.CalledProcessError as e:
-        shutil.rmtree(root)
         pytest.skip(f"cannot build the test network ({' '.join(e.cmd)}): {e.stderr}")
-    try:
-        build_index(root, t.server)
-        for port in (INDEX_PORT, OTHER_PORT):
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", t.ns, "/usr/bin/python3", "-c", SERVE, t.server,
-                 str(port), root],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            wait_port(t.server, port)
-        t.url = f"http://{t.server}:{INDEX_PORT}/simple"
-        yield t
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-        t.close()
-        shutil.rmtree(root)
-        if fwd:
-            with open(fwd, "w") as f:
-                f.write(saved)
+    yield t
+    t.close()
 
 
 @pytest.fixture
