@@ -491,6 +491,8 @@ static int json_source(const sr_deps_policy *d, const char *host, uint16_t port,
 	if (d->index_url)
 		bad |= sr_deps_append(&s, &len, "%s\"--index-url\", \"%s\"",
 				      d->wheelhouse ? ", " : "", d->index_url);
+	if (d->index_ca)
+		bad |= sr_deps_append(&s, &len, ", \"--cert\", \"/work/index-ca.pem\"");
 	if (d->index_url && strncmp(d->index_url, "http://", 7) == 0)
 		bad |= sr_deps_append(&s, &len, ", \"--trusted-host\", \"%s:%u\"", host, port);
 	bad |= sr_deps_append(&s, &len, "]");
@@ -559,7 +561,8 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	    sr_workspace_write(ws, "source.json", src, strlen(src), err) ||
 	    sr_workspace_write(ws, "main.py", install_py, sizeof install_py - 1, err) ||
 	    sr_workspace_write(ws, "pip.whl", "", 0, err) ||
-	    (d->wheelhouse && sr_workspace_write(ws, "wheelhouse/.mountpoint", "", 0, err))) {
+	    (d->wheelhouse && sr_workspace_write(ws, "wheelhouse/.mountpoint", "", 0, err)) ||
+	    (d->index_ca && sr_workspace_write(ws, "index-ca.pem", "", 0, err))) {
 		free(rj);
 		free(src);
 		sr_workspace_destroy(ws);
@@ -584,14 +587,17 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	if (ip.limits.pids < 64)
 		ip.limits.pids = 64;
 	sr_run_request ir = { .policy = &ip, .rootfs_dir = req->rootfs_dir, .no_check = true };
-	sr_bind binds[] = { { .src = pip, .dst = "/work/pip.whl" },
-			    { .src = d->wheelhouse, .dst = "/work/wheelhouse" } };
+	sr_bind binds[3] = { { .src = pip, .dst = "/work/pip.whl" } };
+	size_t n_binds = 1;
+	if (d->wheelhouse)
+		binds[n_binds++] = (sr_bind){ .src = d->wheelhouse, .dst = "/work/wheelhouse" };
+	if (d->index_ca)
+		binds[n_binds++] = (sr_bind){ .src = d->index_ca, .dst = "/work/index-ca.pem" };
 	sr_result pr;
 	sr_box_init_result(&pr, &ip);
 	snprintf(pr.id, sizeof pr.id, "%s-pip", res->id);
 	uint64_t t0 = sr_now_ms();
-	int rc =
-	    sr_box_run_with(&ir, sr_workspace_path(ws), binds, d->wheelhouse ? 2 : 1, &pr, err);
+	int rc = sr_box_run_with(&ir, sr_workspace_path(ws), binds, n_binds, &pr, err);
 	res->deps.install_ms = sr_now_ms() - t0;
 	static const char allow0[] = "policy.network.allow[0].host: ";
 	if (rc < 0 && d->index_url && strncmp(err->msg, allow0, sizeof allow0 - 1) == 0) {
@@ -732,6 +738,21 @@ static bool reachable(const char *path, bool read)
 	}
 }
 
+/* A regular file the sandbox's unprivileged mount can reach and read. */
+static bool readable_file(const char *path)
+{
+	char dir[4096];
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH))
+		return false;
+	if (slash == dir)
+		return true;
+	*slash = '\0';
+	return reachable(dir, false);
+}
+
 /* The sources pip may use, or why there is none. */
 static int check_source(const sr_deps_policy *d, sr_result *res)
 {
@@ -740,6 +761,13 @@ static int check_source(const sr_deps_policy *d, sr_result *res)
 				 "policy.dependencies.wheelhouse %s is not a directory the sandbox "
 				 "can read (it and every dir above it need o+x, it needs o+r)",
 				 d->wheelhouse),
+		       1;
+	if (d->index_ca && !readable_file(d->index_ca))
+		return dep_error(
+			   res,
+			   "policy.dependencies.index_ca %s is not a file the sandbox can read "
+			   "(every dir above it needs o+x, it needs o+r)",
+			   d->index_ca),
 		       1;
 	if (d->wheelhouse || d->index_url)
 		return 0;

@@ -14,7 +14,7 @@ import time
 from netns_server import ServerNetns, default_uplink
 from wheels import build_wheel
 
-INDEX_PORT, OTHER_PORT = 8081, 8082
+INDEX_PORT, OTHER_PORT, TLS_PORT = 8081, 8082, 8443
 
 # http.server's own HTTPServer looks its address up (getfqdn) when it
 # binds: no resolver in the netns, so it would hang; a plain TCP server
@@ -24,8 +24,30 @@ import functools, http.server, socketserver, sys
 class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = daemon_threads = True
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[3])
-Server((sys.argv[1], int(sys.argv[2])), handler).serve_forever()
+server = Server((sys.argv[1], int(sys.argv[2])), handler)
+if len(sys.argv) > 4:  # https: certificate and key
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
 """
+
+
+def make_tls(d, ip_addr):
+    """A CA of the test's own (d/ca.pem) and a certificate it signed for
+    ip_addr (d/server.pem, d/server.key), with openssl; valid for a day."""
+    def ssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "1", "-subj", "/CN=saferun test CA")
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", f"/CN={ip_addr}")
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write(f"subjectAltName=IP:{ip_addr}\nbasicConstraints=CA:FALSE\n")
+    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "1", "-extfile", "san.ext")
+    os.chmod(os.path.join(d, "ca.pem"), 0o644)
 
 
 def simple_page(links):
@@ -80,14 +102,17 @@ def tools_missing():
 
 class SimpleIndex:
     """The server netns with two http servers over one tree: the index on
-    INDEX_PORT (url), the same files on OTHER_PORT. Puts the host's uplink
-    forwarding back on close, should a run have left it changed."""
+    INDEX_PORT (url), the same files on OTHER_PORT; with https, also an
+    https server on TLS_PORT (tls_url) whose certificate the test's CA
+    (ca_pem, world-readable) signed. Puts the host's uplink forwarding
+    back on close, should a run have left it changed."""
 
-    def __init__(self):
+    def __init__(self, https=False):
         uplink = default_uplink()
         self._fwd = f"/proc/sys/net/ipv4/conf/{uplink}/forwarding" if uplink else None
         self._saved = open(self._fwd).read() if self._fwd else None
         self.root = tempfile.mkdtemp(prefix="saferun-index-")
+        os.chmod(self.root, 0o755)
         self.procs = []
         self.net = None
         try:
@@ -100,6 +125,18 @@ class SimpleIndex:
                      self.server, str(port), self.root],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 wait_port(self.server, port)
+            if https:
+                tls = os.path.join(self.root, "tls")
+                os.mkdir(tls, 0o755)
+                make_tls(tls, self.server)
+                self.ca_pem = os.path.join(tls, "ca.pem")
+                self.procs.append(subprocess.Popen(
+                    ["ip", "netns", "exec", self.net.ns, "/usr/bin/python3", "-c", SERVE,
+                     self.server, str(TLS_PORT), self.root, os.path.join(tls, "server.pem"),
+                     os.path.join(tls, "server.key")],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                wait_port(self.server, TLS_PORT)
+                self.tls_url = f"https://{self.server}:{TLS_PORT}/simple"
         except BaseException:
             self.close()
             raise

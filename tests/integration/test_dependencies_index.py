@@ -33,7 +33,7 @@ def index():
     if why:
         pytest.skip(why)
     try:
-        t = SimpleIndex()
+        t = SimpleIndex(https=shutil.which("openssl") is not None)
     except subprocess.CalledProcessError as e:
         pytest.skip(f"cannot build the test network ({' '.join(e.cmd)}): {e.stderr}")
     yield t
@@ -163,6 +163,39 @@ def test_wheelhouse_and_index_together(index, place):
     assert res["status"] == "ok", res["message"]
     assert res["stdout"] == "0.5 1.0\n"
     assert res["dependencies"]["installed"] == ["onlyhere==0.5", "tinyleaf==1.0"]
+
+
+def test_an_https_index_with_the_policys_ca(index, place):
+    if not getattr(index, "tls_url", None):
+        pytest.skip("no openssl to make the test's CA")
+    res = run(policy(place, index_url=index.tls_url, index_ca=index.ca_pem),
+              "import tinytop\nprint(tinytop.VERSION)", "tinytop")
+    assert res["status"] == "ok", res["message"]
+    assert res["stdout"] == "2.0\n"
+    assert res["dependencies"]["installed"] == ["tinyleaf==1.0", "tinytop==2.0"]
+    assert_nothing_left(res)
+    # without it the rootfs's CA bundle does not know the test's CA: pip
+    # finds nothing it may trust (no --trusted-host for https)
+    res = run(policy(place, index_url=index.tls_url, cache=False), "pass", "tinyleaf")
+    assert res["status"] == "error", res
+    assert res["message"] == ("error: dependencies: pip install failed: No matching "
+                              "distribution found for tinyleaf")
+
+
+def test_index_ca_is_checked(index, place):
+    p = saferun("run", "--no-check", "--policy",
+                policy(place, index_url=index.url, index_ca="/etc/hostname"), "-r", "x",
+                "-c", "pass")
+    assert p.returncode == 2, p
+    assert ("policy.dependencies.index_ca: needs an https:// policy.dependencies.index_url "
+            "(it is the CA pip checks that index's certificate with)") in p.stderr.decode()
+    missing = os.path.join(place, "no-such-ca.pem")
+    res = run(policy(place, index_url="https://198.18.0.2/simple", index_ca=missing), "pass",
+              "tinyleaf")
+    assert res["status"] == "error"
+    assert res["message"] == (f"error: dependencies: policy.dependencies.index_ca {missing} "
+                              "is not a file the sandbox can read (every dir above it needs "
+                              "o+x, it needs o+r)")
 
 
 @pytest.mark.parametrize("url,msg", [
