@@ -2,8 +2,9 @@
  * sandbox, cache. See deps.h and docs/dependencies.md.
  *
  * pip never runs on the host: it runs as the code does, in a sandbox with
- * the policy's seccomp filter, no network, the install limits, the
- * wheelhouse and Debian's pip wheel bound read-only and a size-capped
+ * the policy's seccomp filter, no network (with an index_url: egress to
+ * the index's host and port alone), the install limits, the wheelhouse
+ * (and index_ca) and Debian's pip wheel bound read-only and a size-capped
  * tmpfs workspace as its working dir. It installs only wheels
  * (--only-binary :all:), so no package code runs during the install.
  * The host copies pip's output out of the workspace without following
@@ -540,8 +541,9 @@ static void cleanup_stale(void)
 /* pip installs reqs from the policy's sources into WS/layer; 0, or the
  * run's status error in res (-1: refused before anything ran). With an
  * index, pip's sandbox has the egress network with one destination: the
- * index's host (resolved here, pinned in its /etc/hosts) on the URL's
- * port, TCP, and no DNS; never the run's own network section. */
+ * index's host (resolved by the supervisor in egress.c, pinned in the
+ * sandbox's /etc/hosts) on the URL's port, TCP, and no DNS; never the
+ * run's own network section. */
 static int install(const sr_run_request *req, char *const *reqs, size_t n, const char *pip,
 		   sr_workspace **ws_out, sr_result *res, sr_error *err)
 {
@@ -622,7 +624,6 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 				 (unsigned long long)(d->install_memory_bytes >> 20));
 		else if (pr.status == SR_STATUS_ERROR)
 			pip_reason(&pr.err, why, sizeof why);
-
 		else
 			snprintf(why, sizeof why, "%s", pr.message);
 		char denied[256];
