@@ -167,7 +167,8 @@ typedef struct sr_policy {
 		char **ignore; /* names dropped from every request */
 		size_t n_ignore;
 		char *wheelhouse; /* host dir of wheels (pip --no-index), or NULL */
-		char *index_url;  /* a package index (needs network egress), or NULL */
+		char *index_url; /* a package index (pip's sandbox reaches it by egress), or NULL */
+		char *index_ca;  /* PEM CA bundle pip trusts for an https index, or NULL */
 		bool auto_detect; /* imports the profile lacks become requirements */
 		bool cache;       /* keep finished layers for the next run */
 		char *cache_dir;  /* NULL: SR_DEPS_CACHE_DIR */

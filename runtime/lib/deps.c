@@ -2,8 +2,9 @@
  * sandbox, cache. See deps.h and docs/dependencies.md.
  *
  * pip never runs on the host: it runs as the code does, in a sandbox with
- * the policy's seccomp filter, no network, the install limits, the
- * wheelhouse and Debian's pip wheel bound read-only and a size-capped
+ * the policy's seccomp filter, no network (with an index_url: egress to
+ * the index's host and port alone), the install limits, the wheelhouse
+ * (and index_ca) and Debian's pip wheel bound read-only and a size-capped
  * tmpfs workspace as its working dir. It installs only wheels
  * (--only-binary :all:), so no package code runs during the install.
  * The host copies pip's output out of the workspace without following
@@ -126,6 +127,66 @@ int sr_deps_check_requirement(const char *req, size_t index, char *norm, size_t 
 					 req, hint);
 	}
 	normalise(name, nlen, norm, norm_size);
+	return 0;
+}
+
+/* ---- the index URL ----------------------------------------------------- */
+
+int sr_deps_parse_index_url(const char *url, char *host, size_t host_size, uint16_t *port,
+			    const char **why)
+{
+	static const char not_url[] = "is not an index URL (http:// or https://, no spaces, "
+				      "e.g. \"https://pypi.org/simple\")";
+	bool https = strncmp(url, "https://", 8) == 0;
+	size_t len = strlen(url);
+	*why = not_url;
+	if (len >= 2048 || (!https && strncmp(url, "http://", 7) != 0))
+		return -1;
+	for (const char *q = url; *q; q++)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f || *q == '"' ||
+		    *q == '\\')
+			return -1;
+	const char *auth = url + (https ? 8 : 7), *end = auth + strcspn(auth, "/?#");
+	if (memchr(auth, '@', (size_t)(end - auth))) {
+		*why = "holds credentials (user:password@...): refused, they would end up in "
+		       "logs and results; use an index that needs none";
+		return -1;
+	}
+	if (strchr(url, '#')) {
+		*why = "has a fragment (#...): remove it";
+		return -1;
+	}
+	if (strchr(url, '?')) {
+		*why = "has a query (?...): an index URL is a plain http(s) address";
+		return -1;
+	}
+	const char *colon = memchr(auth, ':', (size_t)(end - auth));
+	const char *hend = colon ? colon : end;
+	size_t hlen = (size_t)(hend - auth);
+	bool ok = hlen > 0 && hlen <= 253 && hlen < host_size && isalnum((unsigned char)auth[0]);
+	for (size_t i = 0; ok && i < hlen; i++)
+		ok = isalnum((unsigned char)auth[i]) || auth[i] == '-' || auth[i] == '.';
+	if (!ok) {
+		*why = hlen ? "has a host that is not a DNS name or an IPv4 address (letters, "
+			      "digits, '-' and '.'; no IPv6)"
+			    : "has no host";
+		return -1;
+	}
+	unsigned long p = https ? 443 : 80;
+	if (colon) {
+		char *pend = NULL;
+		p = colon + 1 < end && isdigit((unsigned char)colon[1])
+			? strtoul(colon + 1, &pend, 10)
+			: 0;
+		if (p == 0 || p > 65535 || pend != end) {
+			*why = "has a port that is not 1 to 65535";
+			return -1;
+		}
+	}
+	memcpy(host, auth, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)p;
+	*why = NULL;
 	return 0;
 }
 
@@ -354,11 +415,14 @@ static char *profile_root(const sr_policy *p, const char *rootfs_dir, sr_error *
 
 /* ---- pip in a sandbox ------------------------------------------------------------- */
 
+/* source.json: pip's source options (the wheelhouse's, the index's or
+ * both), written by the supervisor. */
 static const char install_py[] =
     "import json, runpy, sys\n"
     "sys.path.insert(0, '/work/pip.whl')\n"
     "reqs = json.load(open('/work/requirements.json'))\n"
-    "sys.argv = ['pip', 'install', '--no-index', '--find-links', '/work/wheelhouse',\n"
+    "source = json.load(open('/work/source.json'))\n"
+    "sys.argv = ['pip', 'install'] + source + [\n"
     "            '--only-binary', ':all:', '--target', '/work/layer', '--no-cache-dir',\n"
     "            '--disable-pip-version-check', '--no-input', '--progress-bar', 'off',\n"
     "            '--no-warn-script-location', '--root-user-action', 'ignore'] + reqs\n"
@@ -411,6 +475,43 @@ static int json_reqs(char *const *reqs, size_t n, char **out)
 	return bad ? -1 : 0;
 }
 
+/* pip's source options: --no-index --find-links for a wheelhouse alone,
+ * --index-url for an index, both (--find-links next to --index-url) for
+ * both. pip ignores a plain http index unless its host is "trusted": the
+ * policy named it, so an http:// index gets --trusted-host HOST:PORT
+ * (never an https one: that would turn off its certificate check). A
+ * checked index URL holds no quote, backslash or control character. */
+static int json_source(const sr_deps_policy *d, const char *host, uint16_t port, char **out)
+{
+	char *s = NULL;
+	size_t len = 0;
+	int bad = sr_deps_append(&s, &len, "[");
+	if (d->wheelhouse)
+		bad |= sr_deps_append(&s, &len, "%s\"--find-links\", \"/work/wheelhouse\"",
+				      d->index_url ? "" : "\"--no-index\", ");
+	if (d->index_url)
+		bad |= sr_deps_append(&s, &len, "%s\"--index-url\", \"%s\"",
+				      d->wheelhouse ? ", " : "", d->index_url);
+	if (d->index_ca)
+		bad |= sr_deps_append(&s, &len, ", \"--cert\", \"/work/index-ca.pem\"");
+	if (d->index_url && strncmp(d->index_url, "http://", 7) == 0)
+		bad |= sr_deps_append(&s, &len, ", \"--trusted-host\", \"%s:%u\"", host, port);
+	bad |= sr_deps_append(&s, &len, "]");
+	*out = s;
+	return bad ? -1 : 0;
+}
+
+/* The refused destinations of pip's sandbox, for the error message. */
+static void denied_text(const sr_net_report *n, char *out, size_t size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n->n_denied && len < size; i++)
+		len +=
+		    (size_t)snprintf(out + len, size - len, "%s%s:%u/%s", i ? ", " : "",
+				     n->denied[i].address, n->denied[i].port, n->denied[i].proto);
+}
+
 /* pip's workspaces ("ID-PID-pip") whose process is gone: a saferun killed
  * in the middle of an install (or with a private layer in use). A live
  * PID, even a reused one, keeps its entries: never remove what may be in
@@ -437,33 +538,48 @@ static void cleanup_stale(void)
 		closedir(d);
 }
 
-/* pip installs reqs from the wheelhouse into WS/layer; 0, or the run's
- * status error in res (-1: refused before anything ran). */
+/* pip installs reqs from the policy's sources into WS/layer; 0, or the
+ * run's status error in res (-1: refused before anything ran). With an
+ * index, pip's sandbox has the egress network with one destination: the
+ * index's host (resolved by the supervisor in egress.c, pinned in the
+ * sandbox's /etc/hosts) on the URL's port, TCP, and no DNS; never the
+ * run's own network section. */
 static int install(const sr_run_request *req, char *const *reqs, size_t n, const char *pip,
 		   sr_workspace **ws_out, sr_result *res, sr_error *err)
 {
 	const sr_deps_policy *d = &req->policy->dependencies;
 	sr_workspace *ws = NULL;
-	char id[64], *rj = NULL;
+	char id[64], *rj = NULL, *src = NULL, host[256];
+	sr_net_allow index = { .host = host, .proto = SR_NET_TCP, .n_ports = 1 };
+	const char *bad_url;
+	if (d->index_url &&
+	    sr_deps_parse_index_url(d->index_url, host, sizeof host, &index.ports[0], &bad_url) < 0)
+		return sr_refuse(err, EINVAL, "policy.dependencies.index_url: %s", bad_url);
 	snprintf(id, sizeof id, "%s-%d-pip", res->id, (int)getpid());
 	cleanup_stale();
 	if (sr_workspace_create(DEPS_WS_BASE, id, d->max_size_bytes, &ws, err) ||
-	    json_reqs(reqs, n, &rj) ||
+	    json_reqs(reqs, n, &rj) || json_source(d, host, index.ports[0], &src) ||
 	    sr_workspace_write(ws, "requirements.json", rj, strlen(rj), err) ||
+	    sr_workspace_write(ws, "source.json", src, strlen(src), err) ||
 	    sr_workspace_write(ws, "main.py", install_py, sizeof install_py - 1, err) ||
 	    sr_workspace_write(ws, "pip.whl", "", 0, err) ||
-	    sr_workspace_write(ws, "wheelhouse/.mountpoint", "", 0, err)) {
+	    (d->wheelhouse && sr_workspace_write(ws, "wheelhouse/.mountpoint", "", 0, err)) ||
+	    (d->index_ca && sr_workspace_write(ws, "index-ca.pem", "", 0, err))) {
 		free(rj);
+		free(src);
 		sr_workspace_destroy(ws);
 		return -1;
 	}
 	free(rj);
+	free(src);
 	sr_policy ip = *req->policy; /* shallow: only scalars change */
 	static char *const env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work",
 				     "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", NULL };
 	ip.env = (char **)env;
 	ip.n_env = 4;
-	ip.net_mode = SR_NET_NONE;
+	ip.net_mode = d->index_url ? SR_NET_EGRESS : SR_NET_NONE;
+	ip.net = (sr_net_policy){ .allow = d->index_url ? &index : NULL,
+				  .n_allow = d->index_url ? 1 : 0 };
 	ip.checker.enabled = false;
 	ip.warm.enabled = false;
 	ip.limits.wall_ms = d->install_wall_ms;
@@ -473,14 +589,25 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	if (ip.limits.pids < 64)
 		ip.limits.pids = 64;
 	sr_run_request ir = { .policy = &ip, .rootfs_dir = req->rootfs_dir, .no_check = true };
-	sr_bind binds[] = { { .src = d->wheelhouse, .dst = "/work/wheelhouse" },
-			    { .src = pip, .dst = "/work/pip.whl" } };
+	sr_bind binds[3] = { { .src = pip, .dst = "/work/pip.whl" } };
+	size_t n_binds = 1;
+	if (d->wheelhouse)
+		binds[n_binds++] = (sr_bind){ .src = d->wheelhouse, .dst = "/work/wheelhouse" };
+	if (d->index_ca)
+		binds[n_binds++] = (sr_bind){ .src = d->index_ca, .dst = "/work/index-ca.pem" };
 	sr_result pr;
 	sr_box_init_result(&pr, &ip);
 	snprintf(pr.id, sizeof pr.id, "%s-pip", res->id);
 	uint64_t t0 = sr_now_ms();
-	int rc = sr_box_run_with(&ir, sr_workspace_path(ws), binds, 2, &pr, err);
+	int rc = sr_box_run_with(&ir, sr_workspace_path(ws), binds, n_binds, &pr, err);
 	res->deps.install_ms = sr_now_ms() - t0;
+	static const char allow0[] = "policy.network.allow[0].host: ";
+	if (rc < 0 && d->index_url && strncmp(err->msg, allow0, sizeof allow0 - 1) == 0) {
+		char msg[sizeof err->msg]; /* the index's host, not the run's policy */
+		snprintf(msg, sizeof msg, "policy.dependencies.index_url: host %s",
+			 err->msg + sizeof allow0 - 1);
+		memcpy(err->msg, msg, sizeof msg);
+	}
 	char why[512];
 	if (rc == 0 && pr.status == SR_STATUS_OK) {
 		*ws_out = ws;
@@ -499,7 +626,13 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 			pip_reason(&pr.err, why, sizeof why);
 		else
 			snprintf(why, sizeof why, "%s", pr.message);
-		dep_error(res, "pip install failed: %s", why);
+		char denied[256];
+		denied_text(&pr.net, denied, sizeof denied);
+		if (*denied)
+			dep_error(res, "pip install failed: %s (its network refused: %s)", why,
+				  denied);
+		else
+			dep_error(res, "pip install failed: %s", why);
 		sr_workspace_destroy(ws);
 	} else {
 		sr_workspace_destroy(ws);
@@ -606,6 +739,21 @@ static bool reachable(const char *path, bool read)
 	}
 }
 
+/* A regular file the sandbox's unprivileged mount can reach and read. */
+static bool readable_file(const char *path)
+{
+	char dir[4096];
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH))
+		return false;
+	if (slash == dir)
+		return true;
+	*slash = '\0';
+	return reachable(dir, false);
+}
+
 /* The sources pip may use, or why there is none. */
 static int check_source(const sr_deps_policy *d, sr_result *res)
 {
@@ -615,17 +763,17 @@ static int check_source(const sr_deps_policy *d, sr_result *res)
 				 "can read (it and every dir above it need o+x, it needs o+r)",
 				 d->wheelhouse),
 		       1;
-	if (d->wheelhouse)
-		return 0;
-	if (d->index_url)
-		return dep_error(res,
-				 "installing from policy.dependencies.index_url (%s) needs "
-				 "network.mode \"egress\", which this saferun does not have yet; "
-				 "use policy.dependencies.wheelhouse",
-				 d->index_url),
+	if (d->index_ca && !readable_file(d->index_ca))
+		return dep_error(
+			   res,
+			   "policy.dependencies.index_ca %s is not a file the sandbox can read "
+			   "(every dir above it needs o+x, it needs o+r)",
+			   d->index_ca),
 		       1;
+	if (d->wheelhouse || d->index_url)
+		return 0;
 	return dep_error(res, "no package source: set policy.dependencies.wheelhouse "
-			      "(a directory of wheels)"),
+			      "(a directory of wheels) or policy.dependencies.index_url"),
 	       1;
 }
 

@@ -8,6 +8,7 @@
 #define SR_DEPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mounts.h"
 #include "saferun.h"
@@ -18,6 +19,14 @@
  * requirements[index] and the value. */
 int sr_deps_check_requirement(const char *req, size_t index, char *norm, size_t norm_size,
 			      sr_error *err);
+
+/* policy.dependencies.index_url: http:// or https://, a host (a DNS name
+ * or an IPv4 address), an optional port, a path; no credentials (they
+ * would end up in logs and results), no query, no fragment, no spaces.
+ * 0 with host and port (443 for https, 80 for http, or the URL's), or -1
+ * with *why saying what is wrong (never quoting the URL's credentials). */
+int sr_deps_parse_index_url(const char *url, char *host, size_t host_size, uint16_t *port,
+			    const char **why);
 
 /* The bind of layer over /usr/local/lib/python3.X/dist-packages of the
  * policy's profile in rootfs_dir (NULL: the default). */

@@ -152,7 +152,9 @@ static int cmp_dirent_name(const struct dirent **a, const struct dirent **b)
 }
 
 /* Everything a layer depends on: the profile's tree (its profile.json),
- * pip, the wheelhouse's files (name, size, mtime), the requirements. */
+ * pip, the wheelhouse's files (name, size, mtime), the index's URL, the
+ * requirements. What an index serves is not in the key: an entry built
+ * from an index stays until evicted (docs/dependencies.md). */
 char *sr_deps_cache_key(const sr_deps_policy *d, const char *rootfs, const char *pip,
 			char *const *reqs, size_t n)
 {
@@ -161,21 +163,26 @@ char *sr_deps_cache_key(const sr_deps_policy *d, const char *rootfs, const char 
 	struct stat st = { 0 };
 	snprintf(path, sizeof path, "%s/etc/saferun/profile.json", rootfs);
 	stat(path, &st);
-	int bad =
-	    sr_deps_append(&s, &len, "%s\nrootfs %s %lld.%09ld\npip %s\nwheelhouse %s\n",
-			   KEY_VERSION, *rootfs ? rootfs : "host", (long long)st.st_mtim.tv_sec,
-			   st.st_mtim.tv_nsec, pip, d->wheelhouse);
-	struct dirent **ents = NULL;
-	int k = scandir(d->wheelhouse, &ents, NULL, cmp_dirent_name);
-	for (int i = 0; i < k; i++) {
-		snprintf(path, sizeof path, "%s/%s", d->wheelhouse, ents[i]->d_name);
-		if (ents[i]->d_name[0] != '.' && stat(path, &st) == 0)
-			bad |= sr_deps_append(&s, &len, "file %s %lld %lld.%09ld\n",
-					      ents[i]->d_name, (long long)st.st_size,
-					      (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-		free(ents[i]);
+	int bad = sr_deps_append(&s, &len, "%s\nrootfs %s %lld.%09ld\npip %s\n", KEY_VERSION,
+				 *rootfs ? rootfs : "host", (long long)st.st_mtim.tv_sec,
+				 st.st_mtim.tv_nsec, pip);
+	if (d->index_url)
+		bad |= sr_deps_append(&s, &len, "index %s\n", d->index_url);
+	if (d->wheelhouse) {
+		bad |= sr_deps_append(&s, &len, "wheelhouse %s\n", d->wheelhouse);
+		struct dirent **ents = NULL;
+		int k = scandir(d->wheelhouse, &ents, NULL, cmp_dirent_name);
+		for (int i = 0; i < k; i++) {
+			snprintf(path, sizeof path, "%s/%s", d->wheelhouse, ents[i]->d_name);
+			if (ents[i]->d_name[0] != '.' && stat(path, &st) == 0)
+				bad |= sr_deps_append(&s, &len, "file %s %lld %lld.%09ld\n",
+						      ents[i]->d_name, (long long)st.st_size,
+						      (long long)st.st_mtim.tv_sec,
+						      st.st_mtim.tv_nsec);
+			free(ents[i]);
+		}
+		free(ents);
 	}
-	free(ents);
 	for (size_t i = 0; i < n; i++)
 		bad |= sr_deps_append(&s, &len, "req %s\n", reqs[i]);
 	if (bad) {

@@ -52,6 +52,10 @@ struct sr_egress {
 	char host_if[IFNAMSIZ];
 	int nsfd; /* the sandbox's network namespace, held until the report is read */
 	char resolv_conf[MAX_DNS * 32 + 64];
+	/* /etc/hosts: the names in the allow list, pinned to the addresses
+	 * the supervisor resolved (the ones the rules open) */
+	char hosts[MAX_DESTS * (INET_ADDRSTRLEN + 256) + 128];
+	bool have_hosts;
 };
 
 /* libnftables keeps per-process state that is not safe across threads
@@ -144,6 +148,28 @@ static int plan_allow(sr_egress *e, const sr_policy *p, sr_error *err)
 	return rc;
 }
 
+/* Every name the allow list holds (not an address written as a name),
+ * with each address resolve_host found for it: a sandbox that looks the
+ * name up (files before dns in nsswitch.conf) gets exactly those, with
+ * or without a resolver. */
+static void plan_hosts(sr_egress *e)
+{
+	size_t len =
+	    (size_t)snprintf(e->hosts, sizeof e->hosts, "%s",
+			     "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n");
+	for (size_t i = 0; i < e->n_dests && len < sizeof e->hosts; i++) {
+		const struct dest *d = &e->dests[i];
+		struct in_addr ia;
+		if (!d->rule->host || inet_pton(AF_INET, d->rule->host, &ia) == 1)
+			continue;
+		char a[INET_ADDRSTRLEN];
+		ip_text(d->addr, a);
+		len += (size_t)snprintf(e->hosts + len, sizeof e->hosts - len, "%s\t%s\n", a,
+					d->rule->host);
+		e->have_hosts = true;
+	}
+}
+
 static int plan_dns(sr_egress *e, const sr_policy *p, sr_error *err)
 {
 	for (size_t i = 0; i < p->net.n_dns; i++) {
@@ -187,6 +213,7 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 		free(e);
 		return -1;
 	}
+	plan_hosts(e);
 	*out = e;
 	return 0;
 }
@@ -194,6 +221,11 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 const char *sr_egress_resolv_conf(const sr_egress *e)
 {
 	return e->n_dns ? e->resolv_conf : NULL;
+}
+
+const char *sr_egress_hosts(const sr_egress *e)
+{
+	return e->have_hosts ? e->hosts : NULL;
 }
 
 /* ---- nftables ------------------------------------------------------------ */

@@ -19,6 +19,10 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err);
 /* "nameserver ..." lines for the resolvers the policy opens, or NULL when
  * it opens none: the sandbox's /etc/resolv.conf. */
 const char *sr_egress_resolv_conf(const sr_egress *e);
+/* /etc/hosts's text: localhost and every allow-list name with the
+ * addresses the supervisor resolved for it, or NULL when the list names
+ * no host (docs/network.md). */
+const char *sr_egress_hosts(const sr_egress *e);
 /* Give the (not yet released) sandbox pid its veth, address, route and
  * rules; set up the host side (veth end, forwarding, the saferun table). */
 int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err);

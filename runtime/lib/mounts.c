@@ -178,7 +178,7 @@ static int plan_host_entry(sr_mount_plan *p, const char *host)
 	return add(p, OP_BIND, 0, host, NEWROOT "%s", host) ? 0 : -1;
 }
 
-static int plan_host_root(sr_mount_plan *p)
+static int plan_host_root(sr_mount_plan *p, const char *hosts)
 {
 	sr_mount_op *op = add(p, OP_TMPFS, 0, NULL, NEWROOT);
 	if (!op)
@@ -204,7 +204,7 @@ static int plan_host_root(sr_mount_plan *p)
 	} files[] = {
 		{ "passwd", etc_passwd },
 		{ "group", etc_group },
-		{ "hosts", etc_hosts },
+		{ "hosts", hosts ? hosts : etc_hosts },
 	};
 	for (size_t i = 0; i < 3; i++) {
 		if (!(op = add(p, OP_WRITE, 0, NULL, NEWROOT "/etc/%s", files[i].name)))
@@ -346,6 +346,22 @@ static int plan_files(sr_mount_plan *p, const sr_fs_spec *s, size_t work_index)
 	return 0;
 }
 
+/* The allow list's names pinned to their addresses (egress): on a built
+ * rootfs written into the stage and bound over its /etc/hosts (the host
+ * profile's skeleton writes them in plan_host_root). */
+static int plan_hosts(sr_mount_plan *p, const sr_fs_spec *s, bool host)
+{
+	if (!s->hosts || host)
+		return 0;
+	sr_mount_op *op = add(p, OP_WRITE, 0, NULL, "%s", "/hosts");
+	if (!op)
+		return -1;
+	op->data = s->hosts;
+	op->len = strlen(s->hosts);
+	op->mode = 0644;
+	return add(p, OP_BIND_NEW, OPF_OPTIONAL, "/hosts", NEWROOT "/etc/hosts") ? 0 : -1;
+}
+
 /* The resolvers an egress policy opens: written into the skeleton's /etc,
  * or, on a (read-only) built rootfs, into the stage and bound over its
  * /etc/resolv.conf. */
@@ -405,7 +421,8 @@ int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
 	if (check_spec(s, &work_index, err))
 		return -1;
 	bool host = s->rootfs == NULL;
-	int rc = host ? plan_host_root(p) : (add(p, OP_BIND, 0, s->rootfs, NEWROOT) ? 0 : -1);
+	int rc =
+	    host ? plan_host_root(p, s->hosts) : (add(p, OP_BIND, 0, s->rootfs, NEWROOT) ? 0 : -1);
 	if (!rc)
 		rc = plan_writable(p, s, host);
 	for (size_t i = 0; !rc && i < s->n_binds; i++)
@@ -420,6 +437,8 @@ int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)
 		rc = plan_files(p, s, work_index);
 	if (!rc)
 		rc = plan_resolv_conf(p, s, host);
+	if (!rc)
+		rc = plan_hosts(p, s, host);
 	if (!rc && host && !add(p, OP_READONLY, 0, NULL, NEWROOT))
 		rc = -1;
 	for (size_t i = 0; i < p->n; i++) {

@@ -45,6 +45,9 @@ typedef struct sr_fs_spec {
 	/* /etc/resolv.conf's text (network egress with DNS), or NULL: the
 	 * rootfs's own (the host profile has none) */
 	const char *resolv_conf;
+	/* /etc/hosts's text (network egress with names in its allow list), or
+	 * NULL: the rootfs's own (the host profile: localhost only) */
+	const char *hosts;
 	const sr_bind *binds; /* after the writable dirs, in order */
 	size_t n_binds;
 } sr_fs_spec;

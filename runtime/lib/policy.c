@@ -1625,36 +1625,44 @@ static int parse_index_url(const struct ctx *c, const cJSON *v, sr_deps_policy *
 	}
 	if (want_string(c, path, v) < 0)
 		return -1;
-	const char *s = v->valuestring;
-	size_t len = strlen(s);
-	bool ok = len < 2048 && (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0);
-	for (const char *q = s; ok && *q; q++)
-		ok = (unsigned char)*q > 0x20 && *q != 0x7f && *q != '"' && *q != '\\';
-	if (!ok || !s[strncmp(s, "https://", 8) == 0 ? 8 : 7])
-		return bad_value(c, path, v,
-				 "is not an index URL (http:// or https://, no spaces, e.g. "
-				 "\"https://pypi.org/simple\")");
+	const char *s = v->valuestring, *why;
+	char host[256];
+	uint16_t port;
+	if (sr_deps_parse_index_url(s, host, sizeof host, &port, &why) < 0)
+		/* credentials are never echoed back */
+		return strchr(why, '@') ? bad(c, path, "%s", why)
+					: bad_value(c, path, v, "%s", why);
 	return replace_str(&d->index_url, s) < 0 ? oom(c) : 0;
 }
 
-static int parse_wheelhouse(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
+/* An absolute host path, or null. */
+static int parse_dep_path(const struct ctx *c, const char *path, const cJSON *v, char **out)
 {
 	if (cJSON_IsNull(v)) {
-		free(d->wheelhouse);
-		d->wheelhouse = NULL;
+		free(*out);
+		*out = NULL;
 		return 0;
 	}
-	if (check_abs_path(c, "policy.dependencies.wheelhouse", v) < 0)
+	if (check_abs_path(c, path, v) < 0)
 		return -1;
-	return replace_str(&d->wheelhouse, v->valuestring) < 0 ? oom(c) : 0;
+	return replace_str(out, v->valuestring) < 0 ? oom(c) : 0;
 }
 
 static int parse_dependencies(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "allow",         "ignore",       "wheelhouse",
-					    "index_url",     "auto_detect",  "cache",
-					    "cache_entries", "install_time", "install_memory",
-					    "max_size",      "comment",      NULL };
+	static const char *const keys[] = { "allow",
+					    "ignore",
+					    "wheelhouse",
+					    "index_url",
+					    "index_ca",
+					    "auto_detect",
+					    "cache",
+					    "cache_entries",
+					    "install_time",
+					    "install_memory",
+					    "max_size",
+					    "comment",
+					    NULL };
 	sr_deps_policy *d = &p->dependencies;
 	const cJSON *v;
 	uint64_t n;
@@ -1673,10 +1681,18 @@ static int parse_dependencies(const struct ctx *c, const cJSON *obj, sr_policy *
 		return -1;
 	normalise_names(d->allow, d->n_allow);
 	normalise_names(d->ignore, d->n_ignore);
-	if ((v = get(obj, "wheelhouse")) && parse_wheelhouse(c, v, d) < 0)
+	if ((v = get(obj, "wheelhouse")) &&
+	    parse_dep_path(c, "policy.dependencies.wheelhouse", v, &d->wheelhouse) < 0)
 		return -1;
 	if ((v = get(obj, "index_url")) && parse_index_url(c, v, d) < 0)
 		return -1;
+	if ((v = get(obj, "index_ca")) &&
+	    parse_dep_path(c, "policy.dependencies.index_ca", v, &d->index_ca) < 0)
+		return -1;
+	if (d->index_ca && (!d->index_url || strncmp(d->index_url, "https://", 8) != 0))
+		return bad(c, "policy.dependencies.index_ca",
+			   "needs an https:// policy.dependencies.index_url (it is the CA pip "
+			   "checks that index's certificate with)");
 	if ((v = get(obj, "auto_detect")) &&
 	    get_bool(c, "policy.dependencies.auto_detect", v, &d->auto_detect) < 0)
 		return -1;
@@ -1810,6 +1826,7 @@ void sr_policy_free(sr_policy *p)
 	strv_free(p->dependencies.ignore, p->dependencies.n_ignore);
 	free(p->dependencies.wheelhouse);
 	free(p->dependencies.index_url);
+	free(p->dependencies.index_ca);
 	free(p->dependencies.cache_dir);
 	free(p);
 }
@@ -1860,6 +1877,7 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 	      strv_dup(&p->dependencies.ignore, d->ignore, d->n_ignore) |
 	      str_dup(&p->dependencies.wheelhouse, d->wheelhouse) |
 	      str_dup(&p->dependencies.index_url, d->index_url) |
+	      str_dup(&p->dependencies.index_ca, d->index_ca) |
 	      str_dup(&p->dependencies.cache_dir, d->cache_dir);
 	if (rc == 0 && src->net.n_allow) {
 		p->net.allow = calloc(src->net.n_allow, sizeof *p->net.allow);
@@ -2295,6 +2313,8 @@ static int add_dependencies(cJSON *root, const sr_policy *p)
 			    : cJSON_AddNullToObject(o, "wheelhouse")) ||
 	    !(d->index_url ? cJSON_AddStringToObject(o, "index_url", d->index_url)
 			   : cJSON_AddNullToObject(o, "index_url")) ||
+	    !(d->index_ca ? cJSON_AddStringToObject(o, "index_ca", d->index_ca)
+			  : cJSON_AddNullToObject(o, "index_ca")) ||
 	    !cJSON_AddBoolToObject(o, "auto_detect", d->auto_detect) ||
 	    !(d->cache && d->cache_dir ? cJSON_AddStringToObject(o, "cache", d->cache_dir)
 				       : cJSON_AddBoolToObject(o, "cache", d->cache)) ||

@@ -186,6 +186,7 @@ static int prepare(sr_box *r, sr_error *err)
 		.files = r->req->files,
 		.n_files = r->req->n_files,
 		.resolv_conf = r->egress ? sr_egress_resolv_conf(r->egress) : NULL,
+		.hosts = r->egress ? sr_egress_hosts(r->egress) : NULL,
 		.binds = r->binds,
 		.n_binds = r->n_binds,
 	};

@@ -5,6 +5,7 @@ import os
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -131,3 +132,42 @@ def test_a_warm_policy_runs_requirements_cold(dd):
                             "policy": "strict"})
     assert r.status_code == 503, r.text
     assert "requirements (a dependency layer is mounted at set-up)" in r.json()["error"]
+
+
+@pytest.fixture(scope="module")
+def index():
+    from simple_index import SimpleIndex, tools_missing
+    why = tools_missing()
+    if why:
+        pytest.skip(why)
+    t = SimpleIndex()
+    yield t
+    t.close()
+
+
+def test_runs_and_sessions_install_from_an_index(make_daemon, place, index):
+    # pip's sandboxes reach the index through egress (its host:port only);
+    # the runs keep the policy's network (none), in parallel too
+    pol = {"filesystem": {"profile": "minimal"},
+           "dependencies": {"allow": ["*"], "index_url": index.url, "cache": False}}
+    d = make_daemon(policies={"default": pol})
+    code = "import tinytop; print(tinytop.VERSION)"
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(lambda _: d.post("/v1/run", {"code": code,
+                                                        "requirements": ["tinytop"]}).json(),
+                           range(4)))
+    for out in outs:
+        assert out["status"] == "ok" and out["stdout"] == "2.0\n", out
+        assert out["dependencies"]["installed"] == ["tinyleaf==1.0", "tinytop==2.0"]
+        assert out["dependencies"]["cached"] is False
+    r = d.post("/v1/sessions", {"requirements": ["tinytop"], "stateful": False})
+    assert r.status_code == 201, r.text
+    sid = r.json()["session_id"]
+    out = d.post(f"/v1/sessions/{sid}/run", {"code": code}).json()
+    assert out["status"] == "ok" and out["stdout"] == "2.0\n", out
+    with d.session() as http:
+        assert http.delete(d.url(f"/v1/sessions/{sid}"), timeout=30).status_code == 200
+    r = d.post("/v1/run", {"code": "pass", "requirements": ["nosuchpkg"]}).json()
+    assert r["status"] == "error"
+    assert r["message"] == ("error: dependencies: pip install failed: No matching "
+                            "distribution found for nosuchpkg")

@@ -330,6 +330,32 @@ def test_names_resolve_through_the_allowed_resolver(tnet, tmp_path, profile):
     assert res["stdout"].splitlines() == [f"nameserver {tnet.server}", "198.18.0.99"]
 
 
+@pytest.mark.parametrize("profile", profiles())
+def test_allowed_names_are_pinned_in_etc_hosts(tnet, tmp_path, profile):
+    # a name in the allow list resolves in the sandbox to the address the
+    # supervisor resolved (the one the rules open), from /etc/hosts: before
+    # the resolver (whose answer for every name is 198.18.0.99), and with
+    # no resolver at all
+    name = socket.gethostname()
+    try:
+        addr = socket.gethostbyname(name)
+    except OSError:
+        pytest.skip(f"the host's name {name} does not resolve on the host")
+    if addr.startswith("198.18."):
+        pytest.skip("the host's name resolves into the test network's range")
+    code = (f"import socket\nprint([l for l in open('/etc/hosts') if l.endswith('\\t{name}\\n')])\n"
+            f"print(socket.gethostbyname('{name}'))\n")
+    for dns in ([tnet.server], []):
+        pol = policy(tmp_path, [{"host": name, "ports": [8080]},
+                                {"cidr": f"{tnet.server}/32", "ports": [8080]}], dns=dns)
+        p = saferun("run", "--json", "--no-check", "--profile", profile, "--policy", pol,
+                    "-c", code)
+        res = json.loads(p.stdout)
+        assert res["status"] == "ok", res
+        assert res["stdout"].splitlines() == [repr([f"{addr}\t{name}\n"]), addr], dns
+    assert not leftovers()
+
+
 def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
     # a numeric name goes through getaddrinfo as any name does; a name
     # that does not resolve refuses the run before anything is built

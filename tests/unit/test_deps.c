@@ -103,7 +103,8 @@ static int met(const sr_policy *p, const char *req)
 	int yes = res.status == SR_STATUS_OK && res.deps.n_from_profile == 1;
 	if (!yes)
 		CHECK_STR(res.message, "error: dependencies: no package source: set "
-				       "policy.dependencies.wheelhouse (a directory of wheels)");
+				       "policy.dependencies.wheelhouse (a directory of wheels) or "
+				       "policy.dependencies.index_url");
 	sr_result_free(&res);
 	return yes;
 }

@@ -1221,6 +1221,7 @@ static void test_dependencies_section(void)
 		CHECK_STR(p->dependencies.ignore[0], "foo-bar");
 	CHECK_STR(p->dependencies.wheelhouse, "/srv/wheels");
 	CHECK_STR(p->dependencies.index_url, "https://pypi.org/simple");
+	CHECK(p->dependencies.index_ca == NULL);
 	CHECK(p->dependencies.cache);
 	CHECK_STR(p->dependencies.cache_dir, "/srv/cache");
 	CHECK_INT(p->dependencies.cache_entries, 3);
@@ -1244,10 +1245,11 @@ static void test_dependencies_section(void)
 
 static void test_dependencies_errors(void)
 {
-	expect_error("{\"dependencies\": {\"allowed\": []}}",
-		     "t.json: policy.dependencies.allowed: unknown key (known: allow, ignore, "
-		     "wheelhouse, index_url, auto_detect, cache, cache_entries, install_time, "
-		     "install_memory, max_size, comment)");
+	expect_error(
+	    "{\"dependencies\": {\"allowed\": []}}",
+	    "t.json: policy.dependencies.allowed: unknown key (known: allow, ignore, "
+	    "wheelhouse, index_url, index_ca, auto_detect, cache, cache_entries, install_time, "
+	    "install_memory, max_size, comment)");
 	expect_error("{\"dependencies\": {\"allow\": [\"numpy>=1\"]}}",
 		     "t.json: policy.dependencies.allow[0]: \"numpy>=1\" is not a package name "
 		     "(letters, digits and . _ -, e.g. \"scikit-learn\"; or \"*\" for any)");
@@ -1261,6 +1263,35 @@ static void test_dependencies_errors(void)
 	expect_error("{\"dependencies\": {\"index_url\": \"ftp://x\"}}",
 		     "t.json: policy.dependencies.index_url: \"ftp://x\" is not an index URL "
 		     "(http:// or https://, no spaces, e.g. \"https://pypi.org/simple\")");
+	expect_error("{\"dependencies\": {\"index_url\": \"https://u:secret@pypi.org/simple\"}}",
+		     "t.json: policy.dependencies.index_url: holds credentials "
+		     "(user:password@...): refused, they would end up in logs and results; use "
+		     "an index that needs none");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test/simple#frag\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test/simple#frag\" has a "
+		     "fragment (#...): remove it");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test/simple?a=1\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test/simple?a=1\" has a "
+		     "query (?...): an index URL is a plain http(s) address");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test:0/simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test:0/simple\" has a "
+		     "port that is not 1 to 65535");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://x.test:65536/\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://x.test:65536/\" has a "
+		     "port that is not 1 to 65535");
+	expect_error("{\"dependencies\": {\"index_url\": \"http:///simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http:///simple\" has no host");
+	expect_error("{\"dependencies\": {\"index_url\": \"http://[::1]:80/simple\"}}",
+		     "t.json: policy.dependencies.index_url: \"http://[::1]:80/simple\" has a "
+		     "host that is not a DNS name or an IPv4 address (letters, digits, '-' and "
+		     "'.'; no IPv6)");
+	expect_error("{\"dependencies\": {\"index_ca\": \"/srv/ca.pem\"}}",
+		     "t.json: policy.dependencies.index_ca: needs an https:// "
+		     "policy.dependencies.index_url (it is the CA pip checks that index's "
+		     "certificate with)");
+	expect_error("{\"dependencies\": {\"index_url\": \"https://x.test/simple\", "
+		     "\"index_ca\": \"ca.pem\"}}",
+		     "t.json: policy.dependencies.index_ca: \"ca.pem\" must be an absolute path");
 	expect_error("{\"dependencies\": {\"cache\": 1}}",
 		     "t.json: policy.dependencies.cache: expected true, false or an absolute "
 		     "path, got 1");
