@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netlink/route/addr.h>
@@ -197,14 +198,6 @@ static int plan_dns(sr_egress *e, const sr_policy *p, sr_error *err)
 
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 {
-	/* A kernel without nf_tables cannot hold an allow list: refuse the
-	 * run before anything is built, as for any feature the host lacks. */
-	sr_error why = { 0 };
-	if (nft_run(-1, "list tables", false, NULL, &why) < 0)
-		return sr_refuse(err, EOPNOTSUPP,
-				 "policy.network.mode \"egress\" needs nftables (nf_tables) in the "
-				 "kernel: %s",
-				 why.msg);
 	sr_egress *e = calloc(1, sizeof *e);
 	if (!e)
 		return sr_fail(err, ENOMEM, "egress plan");
@@ -212,6 +205,17 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 	if (plan_allow(e, p, err) < 0 || plan_dns(e, p, err) < 0) {
 		free(e);
 		return -1;
+	}
+	/* A kernel without nf_tables cannot hold an allow list: refuse the
+	 * run before anything is built, as for any feature the host lacks
+	 * (after the names: a policy's own mistakes are said first). */
+	sr_error why = { 0 };
+	if (nft_run(-1, "list tables", false, NULL, &why) < 0) {
+		free(e);
+		return sr_refuse(err, EOPNOTSUPP,
+				 "policy.network.mode \"egress\" needs nftables (nf_tables) in the "
+				 "kernel: %s",
+				 why.msg);
 	}
 	plan_hosts(e);
 	*out = e;
@@ -237,6 +241,14 @@ static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *e
 	int rc = -1, self = nsfd >= 0 ? sr_net_enter(nsfd, err) : -1;
 	if (nsfd >= 0 && self < 0)
 		goto out;
+	/* libnftables exit()s the whole process when it cannot open its
+	 * netlink socket (a kernel without nfnetlink): look first. */
+	int probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	if (probe < 0) {
+		sr_fail(err, errno, "no netfilter netlink socket (nfnetlink)");
+		goto leave;
+	}
+	close(probe);
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		sr_fail(err, ENOMEM, "nftables context");
@@ -256,6 +268,7 @@ static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *e
 		}
 		nft_ctx_free(ctx);
 	}
+leave:
 	if (self >= 0 && sr_net_leave(self, err) < 0 && rc == 0) {
 		rc = -1;
 		if (out) {

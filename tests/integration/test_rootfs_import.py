@@ -169,9 +169,10 @@ def test_import_applies_layers_with_whiteouts_and_runs(place, base_layer, fmt):
             if os.path.islink(os.path.join(top, n)):
                 continue
             assert st.st_uid == 0 and st.st_mode & 0o7022 == 0, (top, n, oct(st.st_mode))
-    listing = saferun("rootfs", "list", "--dir", os.path.join(place, "rootfs")).stdout.decode()
+    p = saferun("rootfs", "list", "--dir", os.path.join(place, "rootfs"))
+    listing = p.stdout.decode()
     assert any(line.split()[:2] == ["imported", "imported"] for line in listing.splitlines()), \
-        listing
+        (listing, p.stderr.decode())
     only_target_written(place)
 
 
