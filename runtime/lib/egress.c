@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "net.h"
+#include "util.h"
 
 /* Sandbox addresses: sandbox i owns 10.213.0.0 + 4i as a /30, .1 on the
  * host end "sr-<i>", .2 on its "eth0". The name is the allocation: the
@@ -611,14 +612,9 @@ struct fwd_state {
 
 static int read_forwarding(const char *name, int *value)
 {
-	char path[128], buf[8] = { 0 };
+	char path[128], buf[8];
 	snprintf(path, sizeof path, "/proc/sys/net/ipv4/conf/%s/forwarding", name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
+	if (sr_read_file(path, buf, sizeof buf) <= 0)
 		return -1;
 	*value = atoi(buf);
 	return 0;

@@ -79,15 +79,10 @@ static void close_fd(int *fd)
 
 static sr_policy *copy_policy(const sr_policy *p, sr_error *err)
 {
-	char *json = sr_policy_to_json(p);
-	sr_policy *c = NULL;
-	if (!json) {
+	sr_policy *c = sr_policy_dup(p);
+	if (!c)
 		sr_fail(err, ENOMEM, "copy the policy");
-		return NULL;
-	}
-	int rc = sr_policy_load_json(json, strlen(json), p->name ? p->name : "policy", &c, err);
-	free(json);
-	return rc ? NULL : c;
+	return c;
 }
 
 /* ---- the zygote ---------------------------------------------------------- */
