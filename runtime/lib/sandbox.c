@@ -278,6 +278,7 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.report_fd = r->report[1],
 			.wd_fd = r->wd[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
+			.init_fd = -1,
 			/* Not a kernel: its parent is the thread that started
 			 * it, which may end long before the kernel does; a
 			 * kernel ends when its control socket closes. The
