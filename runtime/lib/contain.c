@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "runner_cache.h"
 #include "supervise.h"
 #include "util.h"
 
@@ -67,29 +69,39 @@ static void set_rlimits(const sr_child *c)
 
 /* Out of the way first: a source may already sit on a target number
  * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
+/* The fds python gets: 0, 1, 2, a control socket (3), the compiled
+ * runner (SR_RUNNER_FD, 4); -1 where there is none. */
+static int child_fds(const sr_child *c, int fds[5])
+{
+	memcpy(fds, c->stdio, 4 * sizeof *fds);
+	fds[SR_RUNNER_FD] = c->runner_fd;
+	return c->runner_fd >= 0 ? 5 : c->stdio[3] >= 0 ? 4 : 3;
+}
+
 static void setup_stdio(sr_child *c)
 {
-	int high[4], n = c->stdio[3] >= 0 ? 4 : 3;
+	int want[5], high[5], n = child_fds(c, want);
 	if ((c->report_fd = fcntl(c->report_fd, F_DUPFD_CLOEXEC, 10)) < 0)
 		sr_child_fail(c, errno, "move the report pipe");
 	if (c->init_fd >= 0 &&
 	    (c->init_fd = fcntl(c->init_fd, F_DUPFD_CLOEXEC, c->report_fd + 1)) < 0)
 		sr_child_fail(c, errno, "move the init's memfd");
 	for (int fd = 0; fd < n; fd++)
-		if ((high[fd] = fcntl(c->stdio[fd], F_DUPFD_CLOEXEC, 10)) < 0)
+		if (want[fd] >= 0 && (high[fd] = fcntl(want[fd], F_DUPFD_CLOEXEC, 10)) < 0)
 			sr_child_fail(c, errno, "set up fd %d", fd);
+	/* A gap (no control socket but a runner) is closed, not inherited. */
 	for (int fd = 0; fd < n; fd++)
-		if (dup2(high[fd], fd) < 0)
+		if (want[fd] >= 0 ? dup2(high[fd], fd) < 0 : close(fd) < 0 && errno != EBADF)
 			sr_child_fail(c, errno, "set up fd %d", fd);
 }
 
-/* Keep 0, 1, 2 (3: a control socket), the report pipe and a warm
- * sandbox's init program; everything else the parent had open (other
- * sandboxes' pipes in a daemon, the cgroup fd, a zygote's own sockets)
- * goes. */
+/* Keep python's fds (child_fds), the report pipe and a warm sandbox's
+ * init program; everything else the parent had open (other sandboxes'
+ * pipes in a daemon, the cgroup fd, a zygote's own sockets) goes. */
 static void close_other_fds(const sr_child *c)
 {
-	unsigned first = c->stdio[3] >= 0 ? 4u : 3u;
+	int want[5];
+	unsigned first = (unsigned)child_fds(c, want);
 	/* >= 10, and the init's above the report pipe: setup_stdio */
 	int keep[2] = { c->report_fd, c->init_fd }, n = c->init_fd >= 0 ? 2 : 1;
 	for (int i = 0; i < n; i++) {
@@ -178,7 +190,7 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 		execve("/usr/bin/python3", c->argv, c->envp);
 		sr_child_fail(c, errno, "exec %s", "/usr/bin/python3");
 	}
-	for (int fd = 0; fd < 4; fd++)
+	for (int fd = 0; fd <= SR_RUNNER_FD; fd++)
 		close(fd);
 	for (;;) {
 		int st;

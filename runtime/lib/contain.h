@@ -28,6 +28,7 @@ typedef struct sr_child {
 	bool keep_privileges;      /* the zygote: root of its user namespace, no seccomp */
 	bool pdeath;               /* SIGKILL when the parent thread ends */
 	int init_fd;               /* a warm sandbox's pid 1 program (memfd), kept open; -1: none */
+	int runner_fd;             /* the compiled runner, python's fd 4 (runner_cache.h), or -1 */
 	const sr_mount_plan *plan; /* a cold run's filesystem */
 	const char *workdir;
 } sr_child;

@@ -35,6 +35,7 @@
 #include "error.h"
 #include "mounts.h"
 #include "net.h"
+#include "runner_cache.h"
 #include "sandbox.h"
 #include "seccomp_cache.h"
 #include "supervise.h"
@@ -42,6 +43,7 @@
 #include "workspace.h"
 
 extern const unsigned char sr_embedded_runner[];
+extern const size_t sr_embedded_runner_len;
 
 #include "ids.h" /* the sandbox user and its host id range */
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
@@ -166,12 +168,50 @@ char *sr_box_runner_guard(const sr_run_request *req)
 	return s;
 }
 
+static int run_box(sr_box *b, sr_error *err);
+
+/* The runner compiled by this rootfs's python, made on the first miss by
+ * a sandbox of the same policy that runs nothing but the compile (no
+ * one's code: what it writes is trusted like the rootfs itself), without
+ * a network. Whatever fails, the run goes on with the runner's source on
+ * the command line. */
+static void open_runner(sr_box *r)
+{
+	bool miss;
+	if (r->source_runner || (r->runner_fd = sr_runner_cache_open(r->rootfs, &miss)) >= 0 ||
+	    !miss)
+		return;
+	sr_policy *p = sr_policy_dup(r->p);
+	if (!p)
+		return;
+	p->net_mode = SR_NET_NONE;
+	sr_run_request req = { .policy = p,
+			       .code = sr_runner_compile_py,
+			       .code_size = strlen(sr_runner_compile_py),
+			       .stdin_data = sr_embedded_runner,
+			       .stdin_size = sr_embedded_runner_len,
+			       .rootfs_dir = r->req->rootfs_dir,
+			       .no_check = true };
+	sr_result res;
+	sr_box_init_result(&res, p);
+	sr_box b;
+	sr_box_init(&b, &req, &res);
+	b.source_runner = true;
+	sr_error e = { 0 };
+	if (run_box(&b, &e) == 0 && res.status == SR_STATUS_OK && res.out.len > 4)
+		sr_runner_cache_store(r->rootfs, res.out.data, res.out.len);
+	sr_result_free(&res);
+	sr_policy_free(p);
+	r->runner_fd = sr_runner_cache_open(r->rootfs, &miss);
+}
+
 static int prepare(sr_box *r, sr_error *err)
 {
 	const sr_policy *p = r->p;
 	const char *dir = r->req->rootfs_dir ? r->req->rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
 	if (sr_mounts_find_profile(dir, p->profile, &r->rootfs, err))
 		return -1;
+	open_runner(r);
 	sr_fs_spec spec = {
 		.rootfs = r->rootfs,
 		.workdir = p->workdir,
@@ -203,7 +243,7 @@ static int prepare(sr_box *r, sr_error *err)
 			 "-B",
 			 "-u",
 			 "-c",
-			 (char *)sr_embedded_runner,
+			 r->runner_fd >= 0 ? (char *)sr_runner_stub : (char *)sr_embedded_runner,
 			 r->guard ? r->guard : (r->kernel ? "" : NULL),
 			 r->zygote   ? "zygote"
 			 : r->kernel ? "kernel"
@@ -279,6 +319,7 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.wd_fd = r->wd[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
 			.init_fd = -1,
+			.runner_fd = r->runner_fd,
 			/* Not a kernel: its parent is the thread that started
 			 * it, which may end long before the kernel does; a
 			 * kernel ends when its control socket closes. The
@@ -483,9 +524,9 @@ void sr_box_cleanup(sr_box *r)
 	}
 	if (r->pid > 0)
 		waitpid(r->pid, NULL, __WALL | WNOHANG);
-	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1],
-		       &r->out[0],  &r->out[1],  &r->err[0],    &r->err[1],
-		       &r->in_fd,   &r->ctl[0],  &r->ctl[1],    &r->wd[1] };
+	int *fds[] = { &r->sync[0], &r->sync[1], &r->report[0], &r->report[1], &r->out[0],
+		       &r->out[1],  &r->err[0],  &r->err[1],    &r->in_fd,     &r->ctl[0],
+		       &r->ctl[1],  &r->wd[1],   &r->runner_fd };
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		close_fd(fds[i]);
 	for (int i = 0; i < r->n_join_fds; i++)
@@ -509,6 +550,7 @@ void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 		       .p = req ? req->policy : NULL,
 		       .res = res,
 		       .pidfd = -1,
+		       .runner_fd = -1,
 		       .in_fd = -1,
 		       .sync = { -1, -1 },
 		       .report = { -1, -1 },
@@ -592,6 +634,29 @@ void sr_box_collect_artifacts(sr_box *b)
 	sr_workspace_forget(ws);
 }
 
+/* Prepare, start, watch and tear down b, then collect its artifacts: 0
+ * with the outcome in b->res, or -1 when it could not be prepared. */
+static int run_box(sr_box *b, sr_error *err)
+{
+	if (sr_box_prepare(b, err)) {
+		sr_box_cleanup(b);
+		close_fd(&b->wd[0]);
+		return -1;
+	}
+	sr_error inner = { 0 };
+	sr_outcome oc;
+	const sr_limits *lim = &b->p->limits;
+	if (sr_box_start(b, &inner) ||
+	    sr_box_watch(b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner)) {
+		b->res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(b->res->message, sizeof b->res->message, "internal_error: %s", inner.msg);
+	}
+	sr_box_cleanup(b); /* everything in the sandbox has ended */
+	sr_box_collect_artifacts(b);
+	close_fd(&b->wd[0]);
+	return 0;
+}
+
 int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
 		    size_t n_binds, sr_result *res, sr_error *err)
 {
@@ -600,23 +665,7 @@ int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const s
 	b.workdir_host = workdir_host;
 	b.binds = binds;
 	b.n_binds = n_binds;
-	if (sr_box_prepare(&b, err)) {
-		sr_box_cleanup(&b);
-		close_fd(&b.wd[0]);
-		return -1;
-	}
-	sr_error inner = { 0 };
-	sr_outcome oc;
-	const sr_limits *lim = &req->policy->limits;
-	if (sr_box_start(&b, &inner) ||
-	    sr_box_watch(&b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner)) {
-		res->status = SR_STATUS_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);
-	}
-	sr_box_cleanup(&b); /* everything in the sandbox has ended */
-	sr_box_collect_artifacts(&b);
-	close_fd(&b.wd[0]);
-	return 0;
+	return run_box(&b, err);
 }
 
 int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)

@@ -19,8 +19,9 @@ typedef struct sr_box {
 	const char *workdir_host; /* kernel: the workspace bound as the working dir */
 	const sr_bind *binds;     /* extra binds (a dependency layer, pip's inputs) */
 	size_t n_binds;
-	bool kernel; /* python serves runs over a control socket */
-	bool zygote; /* the warm path's zygote: keeps its privileges */
+	bool kernel;        /* python serves runs over a control socket */
+	bool zygote;        /* the warm path's zygote: keeps its privileges */
+	bool source_runner; /* the runner's source on the command line, no cache */
 	sr_result *res;
 	char *rootfs;
 	sr_mount_plan plan;
@@ -33,6 +34,7 @@ typedef struct sr_box {
 	int ctl[2]; /* a kernel's control socket pair, else -1 */
 	int wd[2];  /* one-shot: the working dir's fd comes back on wd[0] */
 	int join_fds[SR_CGROUP_MAX_FDS], n_join_fds;
+	int runner_fd; /* the compiled runner (runner_cache.h), else -1 */
 	int pidfd;
 	pid_t pid;
 	struct sr_egress *egress; /* network mode egress: veth and rules, else NULL */

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "util.h"
 
 /* Bump when the compiler's attributes or output change. */
 #define CACHE_FORMAT 1
@@ -47,26 +49,6 @@ static char *cache_key(const sr_seccomp_policy *p, size_t *len)
 	return buf;
 }
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-	for (char *p = buf; len;) {
-		ssize_t n = read(fd, p, len);
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* File: magic, key length, key, program length (insns), program. */
 static int load(const char *path, const char *key, size_t key_len, sr_bpf *out)
 {
@@ -77,13 +59,13 @@ static int load(const char *path, const char *key, size_t key_len, sr_bpf *out)
 	char magic[sizeof CACHE_MAGIC - 1], *stored = malloc(key_len);
 	uint64_t klen = 0;
 	uint16_t n = 0;
-	if (!stored || read_all(fd, magic, sizeof magic) ||
-	    memcmp(magic, CACHE_MAGIC, sizeof magic) || read_all(fd, &klen, sizeof klen) ||
-	    klen != key_len || read_all(fd, stored, key_len) || memcmp(stored, key, key_len) ||
-	    read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
+	if (!stored || sr_read_all(fd, magic, sizeof magic) ||
+	    memcmp(magic, CACHE_MAGIC, sizeof magic) || sr_read_all(fd, &klen, sizeof klen) ||
+	    klen != key_len || sr_read_all(fd, stored, key_len) || memcmp(stored, key, key_len) ||
+	    sr_read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
 		goto out;
 	out->insns = malloc(n * sizeof *out->insns);
-	if (!out->insns || read_all(fd, out->insns, n * sizeof *out->insns)) {
+	if (!out->insns || sr_read_all(fd, out->insns, n * sizeof *out->insns)) {
 		sr_bpf_free(out);
 		goto out;
 	}
@@ -95,25 +77,28 @@ out:
 	return rc;
 }
 
-/* Write to a temporary file and rename it in: readers see all or nothing. */
-static void store(const char *dir, const char *path, const char *key, size_t key_len,
-		  const sr_bpf *prog)
+const char *sr_cache_dir(const char *dir)
+{
+	const char *env = getenv("SAFERUN_CACHE_DIR");
+	dir = dir ? dir : env && *env ? env : SR_DEFAULT_CACHE_DIR;
+	return strcmp(dir, "off") == 0 ? NULL : dir;
+}
+
+void sr_cache_store(const char *dir, const char *sub, const char *path, const struct iovec *parts,
+		    int n)
 {
 	char tmp[PATH_MAX];
-	/* Unique per thread: a daemon compiles from several at once. */
+	/* Unique per thread: a daemon stores from several at once. */
 	snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", path, getpid(), gettid());
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	mkdir(dir, 0755);
+	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
 		return;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
-	uint64_t klen = key_len;
-	uint16_t n = prog->len;
-	bool ok =
-	    write(fd, CACHE_MAGIC, sizeof CACHE_MAGIC - 1) == sizeof CACHE_MAGIC - 1 &&
-	    write(fd, &klen, sizeof klen) == sizeof klen &&
-	    write(fd, key, key_len) == (ssize_t)key_len && write(fd, &n, sizeof n) == sizeof n &&
-	    write(fd, prog->insns, n * sizeof *prog->insns) == (ssize_t)(n * sizeof *prog->insns);
+	bool ok = true;
+	for (int i = 0; ok && i < n; i++)
+		ok = sr_write_all(fd, parts[i].iov_base, parts[i].iov_len) == 0;
 	close(fd);
 	if (!ok || rename(tmp, path) < 0)
 		unlink(tmp);
@@ -122,23 +107,29 @@ static void store(const char *dir, const char *path, const char *key, size_t key
 int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
 			      sr_error *err)
 {
-	/* SAFERUN_CACHE_DIR moves the cache, or turns it off ("off"). */
-	const char *env = getenv("SAFERUN_CACHE_DIR");
-	dir = dir ? dir : env && *env ? env : SR_DEFAULT_CACHE_DIR;
-	if (strcmp(dir, "off") == 0)
+	if (!(dir = sr_cache_dir(dir)))
 		return sr_seccomp_compile(p, out, err);
 	size_t key_len;
 	char *key = cache_key(p, &key_len), sub[PATH_MAX], path[PATH_MAX];
 	if (!key)
 		return sr_seccomp_compile(p, out, err);
 	snprintf(sub, sizeof sub, "%s/seccomp", dir);
-	snprintf(path, sizeof path, "%s/%016llx.bpf", sub, (unsigned long long)fnv1a(key, key_len));
+	snprintf(path, sizeof path, "%s/%016llx.bpf", sub,
+		 (unsigned long long)sr_fnv1a(key, key_len));
 	int rc = 0;
 	if (load(path, key, key_len, out) < 0) {
 		rc = sr_seccomp_compile(p, out, err);
 		if (rc == 0) {
-			mkdir(dir, 0755);
-			store(sub, path, key, key_len, out);
+			uint64_t klen = key_len;
+			uint16_t n = out->len;
+			struct iovec parts[] = {
+				{ CACHE_MAGIC, sizeof CACHE_MAGIC - 1 },
+				{ &klen, sizeof klen },
+				{ key, key_len },
+				{ &n, sizeof n },
+				{ out->insns, n * sizeof *out->insns },
+			};
+			sr_cache_store(dir, sub, path, parts, 5);
 		}
 	}
 	free(key);

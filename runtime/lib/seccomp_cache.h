@@ -17,4 +17,14 @@
 int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bpf *out,
 			      sr_error *err);
 
+/* The cache's directory: dir, else $SAFERUN_CACHE_DIR, else
+ * SR_DEFAULT_CACHE_DIR; NULL when that is "off". */
+const char *sr_cache_dir(const char *dir);
+/* Write parts to path (in sub, made 0700 under dir) through a temporary
+ * file renamed into place: readers see all or nothing. Failures only
+ * cost the next reader a miss. */
+struct iovec;
+void sr_cache_store(const char *dir, const char *sub, const char *path, const struct iovec *parts,
+		    int n);
+
 #endif

@@ -179,6 +179,32 @@ int sr_recv_fd(int sock, int flags)
 	return fd;
 }
 
+int sr_read_all(int fd, void *buf, size_t len)
+{
+	for (char *p = buf; len;) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = 0;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+uint64_t sr_fnv1a(const void *data, size_t len)
+{
+	const unsigned char *s = data;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ s[i]) * 1099511628211ull;
+	return h;
+}
+
 int sr_write_all(int fd, const void *data, size_t len)
 {
 	const char *d = data;

@@ -13,6 +13,11 @@
 int sr_write_file(const char *path, const char *s);
 /* Write all of data to fd (retrying short writes and EINTR): 0 or -1 with errno. */
 int sr_write_all(int fd, const void *data, size_t len);
+/* Read exactly len bytes (retrying short reads and EINTR): 0, or -1
+ * (errno set; 0 at end of file). */
+int sr_read_all(int fd, void *buf, size_t len);
+/* 64-bit FNV-1a of len bytes: cache file names, never a trust decision. */
+uint64_t sr_fnv1a(const void *data, size_t len);
 /* Send len bytes and fd (SCM_RIGHTS) as one message; sendmsg's return. */
 ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags);
 /* The same with n (1..SR_SEND_FDS_MAX) fds in one message. */

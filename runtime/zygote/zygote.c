@@ -146,6 +146,7 @@ static void build(const struct spec *s, int fds[MAX_FDS], int n_fds, int init_fd
 		.wd_fd = fds[4],
 		.stdio = { -1, fds[1], fds[2], fds[3] },
 		.init_fd = init_fd,
+		.runner_fd = -1,
 	};
 	sigset_t none;
 	sigemptyset(&none);
