@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -63,6 +64,64 @@ struct sr_egress {
 /* libnftables keeps per-process state that is not safe across threads
  * (the daemon runs sandboxes in parallel): one command at a time. */
 static pthread_mutex_t nft_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* libnftables is opened at the first nftables command, not linked: it and
+ * the five libraries it pulls in cost every saferun process ~1 ms to load
+ * and every fork of the daemon ~30 more mappings, and most runs never
+ * use it. Under nft_mu. */
+#define NFT_SONAME "libnftables.so.1"
+static struct {
+	void *lib;
+	__typeof__(nft_ctx_new) *ctx_new;
+	__typeof__(nft_ctx_free) *ctx_free;
+	__typeof__(nft_ctx_buffer_output) *buffer_output;
+	__typeof__(nft_ctx_buffer_error) *buffer_error;
+	__typeof__(nft_ctx_output_set_flags) *output_set_flags;
+	__typeof__(nft_run_cmd_from_buffer) *run_cmd;
+	__typeof__(nft_ctx_get_error_buffer) *error_buffer;
+	__typeof__(nft_ctx_get_output_buffer) *output_buffer;
+} nft;
+
+static int nft_load(sr_error *err)
+{
+	if (nft.lib)
+		return 0;
+	void *lib = dlopen(NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return sr_fail(err, ENOENT, "load %s (Debian package libnftables1): %s", NFT_SONAME,
+			       dlerror());
+	struct {
+		void **fn;
+		const char *name;
+	} syms[] = {
+		{ (void **)&nft.ctx_new, "nft_ctx_new" },
+		{ (void **)&nft.ctx_free, "nft_ctx_free" },
+		{ (void **)&nft.buffer_output, "nft_ctx_buffer_output" },
+		{ (void **)&nft.buffer_error, "nft_ctx_buffer_error" },
+		{ (void **)&nft.output_set_flags, "nft_ctx_output_set_flags" },
+		{ (void **)&nft.run_cmd, "nft_run_cmd_from_buffer" },
+		{ (void **)&nft.error_buffer, "nft_ctx_get_error_buffer" },
+		{ (void **)&nft.output_buffer, "nft_ctx_get_output_buffer" },
+	};
+	for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+		if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
+			dlclose(lib);
+			return sr_fail(err, ENOENT, "%s has no %s", NFT_SONAME, syms[i].name);
+		}
+	nft.lib = lib;
+	return 0;
+}
+
+/* Unmap it again (saferund's start-up clean-up needs it once; a daemon
+ * that runs egress sandboxes loads it again at the first). */
+static void nft_unload(void)
+{
+	pthread_mutex_lock(&nft_mu);
+	if (nft.lib)
+		dlclose(nft.lib);
+	memset(&nft, 0, sizeof nft);
+	pthread_mutex_unlock(&nft_mu);
+}
 
 static void ip_text(uint32_t addr, char *buf)
 {
@@ -250,24 +309,26 @@ static int nft_run(int nsfd, const char *cmd, bool json, char **out, sr_error *e
 		goto leave;
 	}
 	close(probe);
-	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (nft_load(err) < 0)
+		goto leave;
+	struct nft_ctx *ctx = nft.ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		sr_fail(err, ENOMEM, "nftables context");
 	} else {
-		nft_ctx_buffer_output(ctx);
-		nft_ctx_buffer_error(ctx);
+		nft.buffer_output(ctx);
+		nft.buffer_error(ctx);
 		if (json)
-			nft_ctx_output_set_flags(ctx, NFT_CTX_OUTPUT_JSON);
-		if (nft_run_cmd_from_buffer(ctx, cmd) != 0) {
-			const char *msg = nft_ctx_get_error_buffer(ctx);
+			nft.output_set_flags(ctx, NFT_CTX_OUTPUT_JSON);
+		if (nft.run_cmd(ctx, cmd) != 0) {
+			const char *msg = nft.error_buffer(ctx);
 			sr_fail(err, 0, "nftables: %.*s", (int)strcspn(msg ? msg : "", "\n"),
 				msg ? msg : "");
 		} else {
 			rc = 0;
-			if (out && !(*out = strdup(nft_ctx_get_output_buffer(ctx))))
+			if (out && !(*out = strdup(nft.output_buffer(ctx))))
 				rc = sr_fail(err, ENOMEM, "nftables output");
 		}
-		nft_ctx_free(ctx);
+		nft.ctx_free(ctx);
 	}
 leave:
 	if (self >= 0 && sr_net_leave(self, err) < 0 && rc == 0) {
@@ -982,6 +1043,7 @@ int sr_net_cleanup_stale(sr_error *err)
 	int table = drop_host_table_if_unused();
 	int restored = restore_forwarding_if_unused(err);
 	unlock_host(lock);
+	nft_unload();
 	if (restored < 0)
 		return -1;
 	return (table ? SR_NET_CLEANED_TABLE : 0) | (restored ? SR_NET_CLEANED_FORWARDING : 0);
