@@ -157,7 +157,13 @@ typedef struct sr_policy {
 		unsigned pool_size; /* sandboxes kept ready; 0: forked as each run arrives */
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
+		/* The pool's own work (forking new sandboxes, tearing down used
+		 * ones) waits while a run is in flight and another sandbox is
+		 * ready, at most SR_WARM_DEFER_MS ("refill": "idle"), or starts
+		 * as soon as a sandbox is taken ("eager"). */
+		bool refill_eager;
 	} warm;
+#define SR_WARM_DEFER_MS 20
 	/* Per-run Python packages (docs/dependencies.md): what a request may
 	 * ask for, where pip finds it, and the install's bounds. pip runs in
 	 * a sandbox of its own; the result is a read-only layer. */

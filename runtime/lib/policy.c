@@ -1502,10 +1502,21 @@ static int parse_fallback(const struct ctx *c, const cJSON *v, sr_policy *p)
 	return 0;
 }
 
+static int parse_refill(const struct ctx *c, const cJSON *v, sr_policy *p)
+{
+	if (want_string(c, "policy.warm.refill", v) < 0)
+		return -1;
+	if (strcmp(v->valuestring, "idle") != 0 && strcmp(v->valuestring, "eager") != 0)
+		return bad_value(c, "policy.warm.refill", v,
+				 "is not a refill behaviour (known: idle, eager)");
+	p->warm.refill_eager = strcmp(v->valuestring, "eager") == 0;
+	return 0;
+}
+
 static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "enabled",  "preload", "warmup", "pool_size",
-					    "fallback", "comment", NULL };
+	static const char *const keys[] = { "enabled",  "preload", "warmup",  "pool_size",
+					    "fallback", "refill",  "comment", NULL };
 	const cJSON *v;
 	uint64_t pool;
 
@@ -1534,6 +1545,8 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 		p->warm.pool_size = (unsigned)pool;
 	}
 	if ((v = get(obj, "fallback")) && parse_fallback(c, v, p) < 0)
+		return -1;
+	if ((v = get(obj, "refill")) && parse_refill(c, v, p) < 0)
 		return -1;
 	return 0;
 }
@@ -2293,7 +2306,8 @@ static int add_warm(cJSON *root, const sr_policy *p)
 	    add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
 	    (w->warmup && !cJSON_AddStringToObject(o, "warmup", w->warmup)) ||
 	    !cJSON_AddNumberToObject(o, "pool_size", w->pool_size) ||
-	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error"))
+	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error") ||
+	    !cJSON_AddStringToObject(o, "refill", w->refill_eager ? "eager" : "idle"))
 		return -1;
 	return 0;
 }

@@ -389,11 +389,36 @@ static void bury(sr_warm *w)
 	}
 }
 
+/* refill "idle": while a run is in flight and another sandbox is ready for
+ * the next request, the pool's own work (a teardown, a fork: milliseconds
+ * of CPU) waits, SR_WARM_DEFER_MS at most, so that on a machine with few
+ * cores it does not take one from the run. *since: when the wait began,
+ * 0 if none. With w->mu held; true: waited, look again. */
+static bool defer(sr_warm *w, uint64_t *since)
+{
+	if (w->p->warm.refill_eager || !w->busy || !w->n_ready || !w->z_up) {
+		*since = 0;
+		return false;
+	}
+	uint64_t now = sr_now_ms();
+	if (!*since)
+		*since = now;
+	if (now - *since >= SR_WARM_DEFER_MS) {
+		*since = 0; /* one round of work, then wait again */
+		return false;
+	}
+	wait_ms(w, SR_WARM_DEFER_MS - (now - *since));
+	return true;
+}
+
 static void *pool_thread(void *arg)
 {
 	sr_warm *w = arg;
+	uint64_t deferred = 0;
 	pthread_mutex_lock(&w->mu);
 	while (!w->stopping) {
+		if (defer(w, &deferred))
+			continue;
 		bury(w);
 		if (!w->z_up) {
 			uint64_t now = sr_now_ms();

@@ -6,6 +6,7 @@ the daemon's rounds take turns with the other tools' (hyperfine cannot time
 an HTTP request):
 
   bench_warm.py --profile P [--preload numpy,pandas] [--warmup CODE] [--pool-size 4]
+                [--refill idle|eager]
                 [--rootfs-dir DIR] --memory-out FILE
 
 It starts one saferund (tests/api/conftest.py's Daemon: a temp socket and
@@ -232,6 +233,8 @@ class Bench:
                                      "pool_size": a.pool_size, "fallback": "cold"}}
         if a.warmup:
             self.warm_policy["warm"]["warmup"] = a.warmup
+        if a.refill:
+            self.warm_policy["warm"]["refill"] = a.refill
         self.cold_policy = {"filesystem": {"profile": a.profile}}
         args = ["--queue-depth", "256"]
         if a.rootfs_dir:
@@ -408,6 +411,8 @@ def main():
     ap.add_argument("--preload", default="", help="comma-separated modules the zygote imports")
     ap.add_argument("--warmup", default="", help="the warm policy's warm.warmup (Python)")
     ap.add_argument("--pool-size", type=int, default=4)
+    ap.add_argument("--refill", choices=["idle", "eager"], default="",
+                    help="the warm policy's warm.refill (default: the policy's default)")
     ap.add_argument("--rootfs-dir", default="")
     ap.add_argument("--memory-out", required=True)
     a = ap.parse_args()

@@ -16,6 +16,8 @@ import re
 import signal
 import time
 
+import pytest
+
 from conftest import HOST_POLICY, own_sandbox_processes, wait_for
 from sandbox_host import host_leftovers
 from test_mcp import Mcp
@@ -420,6 +422,24 @@ def test_more_runs_than_the_pool_all_go_warm(make_daemon):
     assert len({r["id"] for r in rs}) == 4
     w = wait_pool_ready(d)
     assert (w["warm_runs"], w["cold_runs"], w["spawn_failures"]) == (4, 0, 0)
+
+
+@pytest.mark.parametrize("refill", ["idle", "eager"])
+def test_the_pool_refills_while_a_long_run_is_in_flight(make_daemon, refill):
+    """refill "idle" puts the pool's work off while a run is in flight and
+    another sandbox is ready, but for SR_WARM_DEFER_MS (20 ms) at most: a
+    run of 3 s does not keep the pool short of a sandbox. "eager" refills
+    at once."""
+    policy = warm_policy(pool_size=2)
+    policy["warm"]["refill"] = refill
+    d = warm_daemon(make_daemon, default=policy)
+    with cf.ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(d.run, "import time\ntime.sleep(3)\nprint('done')")
+        assert wait_for(lambda: pool(d)["spawned"] == 3, timeout=2.5, step=0.02), pool(d)
+        w = pool(d)
+        assert (w["ready"], w["warm_runs"]) == (2, 0), w  # full again, the run still going
+        r = fut.result(timeout=60)
+    assert (r["status"], r["path"], r["output"]) == ("ok", "warm", "done\n")
 
 
 def test_pool_size_0_forks_each_run_on_arrival(make_daemon):

@@ -580,7 +580,7 @@ static void test_warm_section(void)
 {
 	sr_policy *p = load("{\"warm\": {\"comment\": \"x\", \"enabled\": true, \"preload\": "
 			    "[\"numpy\", \"pandas\", \"matplotlib.pyplot\", \"_x1.Y_2\"], "
-			    "\"pool_size\": 64, \"fallback\": \"error\"}}");
+			    "\"pool_size\": 64, \"fallback\": \"error\", \"refill\": \"eager\"}}");
 	CHECK(p != NULL);
 	if (!p)
 		return;
@@ -594,6 +594,7 @@ static void test_warm_section(void)
 	}
 	CHECK_INT(p->warm.pool_size, 64);
 	CHECK(!p->warm.fallback_cold);
+	CHECK(p->warm.refill_eager);
 	CHECK(p->checker.enabled); /* other sections keep their defaults */
 	sr_policy_free(p);
 
@@ -606,6 +607,7 @@ static void test_warm_section(void)
 	CHECK_INT(p->warm.n_preload, 0);
 	CHECK_INT(p->warm.pool_size, 0);
 	CHECK(p->warm.fallback_cold);
+	CHECK(!p->warm.refill_eager); /* "idle" */
 	sr_policy_free(p);
 }
 
@@ -613,7 +615,7 @@ static void test_warm_errors(void)
 {
 	expect_error("{\"warm\": {\"pool\": 2}}",
 		     "t.json: policy.warm.pool: unknown key (known: enabled, preload, warmup, "
-		     "pool_size, fallback, comment)");
+		     "pool_size, fallback, refill, comment)");
 	expect_error("{\"warm\": {\"warmup\": [\"import numpy\"]}}",
 		     "t.json: policy.warm.warmup: expected a string, got an array");
 	expect_error("{\"warm\": true}", "t.json: policy.warm: expected an object, got true");
@@ -636,6 +638,11 @@ static void test_warm_errors(void)
 	    "t.json: policy.warm.fallback: \"hot\" is not a fallback (known: cold, error)");
 	expect_error("{\"warm\": {\"fallback\": false}}",
 		     "t.json: policy.warm.fallback: expected a string, got false");
+	expect_error("{\"warm\": {\"refill\": \"lazy\"}}",
+		     "t.json: policy.warm.refill: \"lazy\" is not a refill behaviour (known: idle, "
+		     "eager)");
+	expect_error("{\"warm\": {\"refill\": 1}}",
+		     "t.json: policy.warm.refill: expected a string, got 1");
 	expect_error("{\"warm\": {\"preload\": \"numpy\"}}",
 		     "t.json: policy.warm.preload: expected an array of module names, got "
 		     "\"numpy\"");
@@ -830,6 +837,7 @@ static void roundtrip(const sr_policy *p)
 		CHECK_STR(q->warm.preload[i], p->warm.preload[i]);
 	CHECK_INT(q->warm.pool_size, p->warm.pool_size);
 	CHECK_INT(q->warm.fallback_cold, p->warm.fallback_cold);
+	CHECK_INT(q->warm.refill_eager, p->warm.refill_eager);
 	free(a);
 	free(b);
 	sr_policy_free(q);
