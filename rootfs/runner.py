@@ -47,14 +47,18 @@ def _saferun_main():
     zygote = ns.pop("_saferun_zygote")
     prewarm = ns.pop("_saferun_prewarm")
     _saferun_exit_status = ns.pop("_saferun_exit_status")
-    done = None
+    done = go = None
     if mode == "zygote":
-        guard, done = zygote(prewarm)  # returns in a new sandbox, its files written
+        # Returns in a new sandbox, its files written; go() waits for the
+        # supervisor's "go" when the checker vets the code meanwhile.
+        guard, done, go = zygote(prewarm)
     save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
     if kernel:
         serve(ns, update, me, save_figures)
+    if go is not None:
+        go()
     with open(path, "rb") as f:
         source = f.read()
     try:
@@ -321,12 +325,22 @@ def _saferun_zygote(prewarm):
     msg, fds, _, _ = socket.recv_fds(ctl, 64, 2)
     if msg[:1] != b"W" or len(fds) != 2:
         os._exit(2)
-    code_len, env_len, guard_len, n_files, files_len = struct.unpack_from("<IIIII", msg, 1)
+    code_len, env_len, guard_len, n_files, files_len, flags = struct.unpack_from("<IIIIII", msg, 1)
     with os.fdopen(fds[0], "rb") as f:
         data = f.read()
     os.dup2(fds[1], 0)
     os.close(fds[1])
-    ctl.close()
+    go = None
+    if flags & 1:
+        # The checker vets the code while this sandbox gets ready: nothing
+        # of the code runs before its "G". Anything else (the code was
+        # rejected, the supervisor went): out, having run nothing.
+        def go():
+            if ctl.recv(16) != b"G":
+                os._exit(3)
+            ctl.close()
+    else:
+        ctl.close()
     at = code_len + env_len
     os.environ.clear()
     for kv in data[code_len:at].split(b"\0"):
@@ -356,7 +370,7 @@ def _saferun_zygote(prewarm):
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed()
-    return guard, done
+    return guard, done, go
 
 
 def _saferun_prewarm():

@@ -158,9 +158,9 @@ typedef struct sr_policy {
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
 		/* The pool's own work (forking new sandboxes, tearing down used
-		 * ones) waits while a run is in flight and another sandbox is
-		 * ready, at most SR_WARM_DEFER_MS ("refill": "idle"), or starts
-		 * as soon as a sandbox is taken ("eager"). */
+		 * ones) waits while a run is in flight and two more sandboxes
+		 * are ready, at most SR_WARM_DEFER_MS ("refill": "idle"), or
+		 * starts as soon as a sandbox is taken ("eager"). */
 		bool refill_eager;
 	} warm;
 #define SR_WARM_DEFER_MS 20

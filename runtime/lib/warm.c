@@ -389,14 +389,16 @@ static void bury(sr_warm *w)
 	}
 }
 
-/* refill "idle": while a run is in flight and another sandbox is ready for
- * the next request, the pool's own work (a teardown, a fork: milliseconds
- * of CPU) waits, SR_WARM_DEFER_MS at most, so that on a machine with few
- * cores it does not take one from the run. *since: when the wait began,
- * 0 if none. With w->mu held; true: waited, look again. */
+/* refill "idle": while a run is in flight and at least two sandboxes are
+ * ready (one for the next request, one to spare), the pool's own work (a
+ * teardown, a fork: milliseconds of CPU) waits, SR_WARM_DEFER_MS at most,
+ * so that on a machine with few cores it does not take one from the run.
+ * With fewer ready it goes on at once: runs back to back would otherwise
+ * drain the pool and fork their sandboxes on the spot. *since: when the
+ * wait began, 0 if none. With w->mu held; true: waited, look again. */
 static bool defer(sr_warm *w, uint64_t *since)
 {
-	if (w->p->warm.refill_eager || !w->busy || !w->n_ready || !w->z_up) {
+	if (w->p->warm.refill_eager || !w->busy || w->n_ready < 2 || !w->z_up) {
 		*since = 0;
 		return false;
 	}
@@ -725,8 +727,10 @@ static int run_payload(const sr_run_request *req, const char *guard, sr_zrun *h,
 	return fd;
 }
 
-/* Hand the run to x: its limits, then "W" with the payload and stdin. */
-static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_error *err)
+/* Hand the run to x: its limits, then "W" with the payload and stdin.
+ * await_go: its python gets ready and waits for go() before the code. */
+static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, bool await_go,
+		     sr_error *err)
 {
 	const sr_limits *want = &req->policy->limits, *have = &w->p->limits;
 	if ((want->memory_bytes != have->memory_bytes || want->swap_bytes != have->swap_bytes ||
@@ -739,6 +743,7 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_er
 	sr_zrun h;
 	int fds[2] = { run_payload(req, guard, &h, err), -1 };
 	free(guard);
+	h.flags = await_go ? SR_ZRUN_AWAIT_GO : 0;
 	if (fds[0] < 0 || (fds[1] = sr_box_stdin_fd(req, err)) < 0) {
 		close_fd(&fds[0]);
 		return -1;
@@ -768,6 +773,28 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, sr_er
 	x->b.ctl[0] = x->ctl;
 	x->ctl = -1;
 	return n == (ssize_t)sizeof msg ? 0 : sr_fail(err, e, "send the run to its sandbox");
+}
+
+static int go(wbox *x, sr_error *err)
+{
+	if (send(x->b.ctl[0], "G", 1, MSG_NOSIGNAL) != 1)
+		return sr_fail(err, errno, "start the run in its sandbox");
+	return 0;
+}
+
+/* x's run is over (or never started): kill what is left, let the pool
+ * thread remove it. */
+static void retire(sr_warm *w, wbox *x, bool ran)
+{
+	syscall(SYS_pidfd_send_signal, x->b.pidfd, SIGKILL, NULL, 0);
+	pthread_mutex_lock(&w->mu);
+	x->next = w->ended;
+	w->ended = x;
+	w->busy--;
+	if (ran)
+		w->st.warm_runs++;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
 }
 
 /* Still waiting for its run: its python has not gone (killed, or its
@@ -819,22 +846,29 @@ static wbox *take(sr_warm *w, sr_error *err)
 	return x;
 }
 
+/* The cold path's way: the checker first, then a cold sandbox. */
+static int vet_then_cold(sr_warm *w, const sr_run_request *req, sr_result *res, const char *why,
+			 sr_error *err)
+{
+	if (sr_box_vet(req, res) < 0)
+		return 0;
+	return cold(w, req, res, why, err);
+}
+
 int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (sr_box_check_request(req, err))
 		return -1;
 	sr_box_init_result(res, req->policy);
-	if (sr_box_vet(req, res) < 0)
-		return 0;
 	const char *why = unfit(w, req);
 	if (why)
-		return cold(w, req, res, why, err);
+		return vet_then_cold(w, req, res, why, err);
 	if (sr_mounts_check_files(req->files, req->n_files, err))
 		return -1;
 	sr_error terr = { 0 };
 	wbox *x = take(w, &terr);
 	if (!x)
-		return cold(w, req, res, terr.msg, err);
+		return vet_then_cold(w, req, res, terr.msg, err);
 	snprintf(res->id, sizeof res->id, "%s", x->id);
 	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s",
 		 sr_cgroup_mode_name(sr_cgroup_get_mode(x->b.cg)));
@@ -844,15 +878,25 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 	sr_error inner = { 0 };
 	sr_outcome oc;
 	const sr_limits *lim = &req->policy->limits;
-	if (hand_over(x, w, req, &inner)) {
+	/* The checker vets the code while the sandbox writes its files and
+	 * installs the guard; the code starts at go(), never before. */
+	bool vet = !req->no_check && req->policy->checker.enabled;
+	if (hand_over(x, w, req, vet, &inner)) {
 		/* Nothing of the run started (its sandbox went, or a memfd
 		 * failed): the run is the cold path's. */
-		pthread_mutex_lock(&w->mu);
-		x->next = w->ended;
-		w->ended = x;
-		w->busy--;
-		pthread_cond_broadcast(&w->cv);
-		pthread_mutex_unlock(&w->mu);
+		retire(w, x, false);
+		res->warm = false;
+		sr_box_init_result(res, req->policy);
+		return vet_then_cold(w, req, res, inner.msg, err);
+	}
+	if (vet && sr_box_vet(req, res) < 0) {
+		retire(w, x, false); /* rejected: its code never ran */
+		return 0;
+	}
+	if (vet && go(x, &inner)) {
+		/* Its python went while waiting: nothing ran, and the checker
+		 * has passed the code: run it cold. */
+		retire(w, x, false);
 		res->warm = false;
 		sr_box_init_result(res, req->policy);
 		return cold(w, req, res, inner.msg, err);
@@ -866,12 +910,6 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 	 * of the clean-up is the pool thread's (bury). */
 	syscall(SYS_pidfd_send_signal, x->b.pidfd, SIGKILL, NULL, 0);
 	sr_box_collect_artifacts(&x->b);
-	pthread_mutex_lock(&w->mu);
-	x->next = w->ended;
-	w->ended = x;
-	w->busy--;
-	w->st.warm_runs++;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	retire(w, x, true);
 	return 0;
 }

@@ -13,7 +13,10 @@
  *   run    supervisor -> the sandbox's python, on its own control socket:
  *          first python says "R" (locked down, waiting); then "W"
  *          sr_zrun; fds: a memfd with code, environment, guard, files;
- *          stdin. The run then goes like a cold one-shot run. */
+ *          stdin. With SR_ZRUN_AWAIT_GO python writes the files and
+ *          installs the guard, then waits for "G" before it compiles the
+ *          code (the checker vets it meanwhile; a rejected run's sandbox
+ *          is killed instead). The run then goes like a cold one-shot run. */
 #ifndef SR_ZYGOTE_PROTO_H
 #define SR_ZYGOTE_PROTO_H
 #include <stdint.h>
@@ -35,15 +38,18 @@ typedef struct sr_zspec {
 } sr_zspec;
 
 /* "W" then this (packed little-endian, read by rootfs/runner.py with
- * struct "<IIIII"): the lengths of the memfd's parts, in order. Files are
- * u32 name length, u32 data length, name, data. */
+ * struct "<IIIIII"): the lengths of the memfd's parts, in order, and
+ * flags. Files are u32 name length, u32 data length, name, data. */
 typedef struct sr_zrun {
 	uint32_t code_len;
 	uint32_t env_len; /* "KEY=VALUE\0" ... */
 	uint32_t guard_len;
 	uint32_t n_files;
 	uint32_t files_len;
+	uint32_t flags;
 } __attribute__((packed)) sr_zrun;
+
+#define SR_ZRUN_AWAIT_GO 1u /* wait for "G" before the code runs */
 
 #define SR_ZSPAWN_FDS 5 /* report, stdout, stderr, control, working dir */
 

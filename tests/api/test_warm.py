@@ -235,14 +235,19 @@ def test_each_run_has_an_id_and_a_group_of_its_own(make_daemon):
 def test_the_checker_still_rejects_and_nothing_runs(make_daemon):
     d = warm_daemon(make_daemon)
     before = pool(d)
+    ready_before = set(layout(d)["forked"])
     r = d.run("print('ran')\neval('1 + 1')\n")
     assert r["status"] == "rejected", r
-    assert (r["exit_code"], r["stdout"], r["duration_ms"]) == (-1, "", 0)
+    assert (r["exit_code"], r["stdout"], r["duration_ms"], r["path"]) == (-1, "", 0, "warm")
     assert [f["rule"] for f in r["findings"]] == ["SR201"]
-    # no sandbox was taken from the pool
-    w = pool(d)
+    # The checker vetted the code while a ready sandbox got the files and
+    # waited for "go": that sandbox is killed instead, its code never ran,
+    # and the pool replaces it.
+    assert r["id"] in ready_before
+    w = wait_pool_ready(d)
     assert (w["ready"], w["spawned"], w["warm_runs"], w["cold_runs"]) == \
-        (2, before["spawned"], 0, 0)
+        (2, before["spawned"] + 1, 0, 0)
+    assert wait_for(lambda: r["id"] not in group_names(d), timeout=10, step=0.05)
     # the run-time guard travels with the warm run (an evasion of the
     # static pass from tests/integration/test_checker.py)
     code = ("import os\ntools = {'run': os}\nprint('before')\n"
@@ -255,6 +260,60 @@ def test_the_checker_still_rejects_and_nothing_runs(make_daemon):
     # and so does the request's allow list
     r = run_ok(d, code, allow=["os.system"])
     assert (r["stdout"], r["path"]) == ("before\nafter\n", "warm")
+
+
+def test_the_code_waits_for_the_checkers_verdict(make_daemon):
+    """The checker vets the code while the sandbox gets ready; the code
+    starts only at the supervisor's "go". The test stops the checker's
+    process (code that takes it a few hundred ms) and watches the pool's
+    pythons: none uses the CPU until the checker goes on; then the code
+    spins until its wall time."""
+    policy = warm_policy(checker={"timeout": "30s"})
+    policy["limits"] = {**LIMITS, "wall_time": "2s"}
+    d = warm_daemon(make_daemon, default=policy)
+    pythons = [pid for g in layout(d)["forked"].values() for pid in g
+               if proc_status(pid)["Name"] == "python3"]
+    assert len(pythons) == 2
+
+    def stat(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+        return s[s.rindex(")") + 2:].split()
+
+    def ticks():
+        return {pid: int(stat(pid)[11]) + int(stat(pid)[12]) for pid in pythons}
+
+    def checker():
+        for e in os.listdir("/proc"):
+            try:
+                if e.isdigit() and int(stat(int(e))[1]) == d.proc.pid and \
+                        proc_status(int(e))["Name"] != "saferun-init":
+                    return int(e)
+            except (OSError, TypeError):
+                pass
+        return None
+
+    # Rebinding one name 20000 times takes the checker a few hundred ms.
+    code = "while True:\n    pass\n" + "x = 1\n" * 20000
+    with cf.ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(d.run, code)
+        deadline = time.monotonic() + 10
+        pid = None
+        while pid is None and time.monotonic() < deadline and not fut.done():
+            pid = checker()
+        assert pid, "the checker's process was not seen (did the check get faster?)"
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            start = ticks()
+            time.sleep(0.5)
+            during = ticks()
+            assert not fut.done()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        r = fut.result(timeout=120)
+    assert (r["status"], r["path"]) == ("timeout", "warm"), r["message"]
+    # a spinning python would have used ~50 ticks in 0.5 s
+    assert all(during[p] - start[p] <= 3 for p in pythons), (start, during)
 
 
 def test_limits_and_request_overrides_hold_on_warm_runs(make_daemon):
@@ -427,17 +486,17 @@ def test_more_runs_than_the_pool_all_go_warm(make_daemon):
 @pytest.mark.parametrize("refill", ["idle", "eager"])
 def test_the_pool_refills_while_a_long_run_is_in_flight(make_daemon, refill):
     """refill "idle" puts the pool's work off while a run is in flight and
-    another sandbox is ready, but for SR_WARM_DEFER_MS (20 ms) at most: a
-    run of 3 s does not keep the pool short of a sandbox. "eager" refills
+    two more sandboxes are ready, but for SR_WARM_DEFER_MS (20 ms) at most:
+    a run of 3 s does not keep the pool short of a sandbox. "eager" refills
     at once."""
-    policy = warm_policy(pool_size=2)
+    policy = warm_policy(pool_size=3)
     policy["warm"]["refill"] = refill
     d = warm_daemon(make_daemon, default=policy)
     with cf.ThreadPoolExecutor(1) as ex:
         fut = ex.submit(d.run, "import time\ntime.sleep(3)\nprint('done')")
-        assert wait_for(lambda: pool(d)["spawned"] == 3, timeout=2.5, step=0.02), pool(d)
+        assert wait_for(lambda: pool(d)["spawned"] == 4, timeout=2.5, step=0.02), pool(d)
         w = pool(d)
-        assert (w["ready"], w["warm_runs"]) == (2, 0), w  # full again, the run still going
+        assert (w["ready"], w["warm_runs"]) == (3, 0), w  # full again, the run still going
         r = fut.result(timeout=60)
     assert (r["status"], r["path"], r["output"]) == ("ok", "warm", "done\n")
 
