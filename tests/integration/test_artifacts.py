@@ -45,6 +45,37 @@ def test_a_file_the_code_left_open_is_complete():
             for a in res["artifacts"]] == [("out.txt", 11, b"x" * 10 + b"\n")]
 
 
+@pytest.mark.parametrize("profile", profiles())
+def test_the_end_of_a_run_is_the_interpreters_end(profile):
+    """saferun skips python's own teardown (milliseconds; on the warm path
+    it would also write to every page shared with the zygote) but does
+    what the code can see of it, in its order: the SystemExit message,
+    non-daemon threads joined, atexit handlers, files never closed
+    flushed, the status."""
+    res = run("""
+import atexit, sys, threading, time
+f = open('artifacts/left-open.txt', 'w')
+f.write('never flushed')
+atexit.register(lambda: print('atexit ran'))
+atexit.register(lambda: f.write(', then by atexit'))
+def late():
+    time.sleep(0.3)
+    print('thread done')
+threading.Thread(target=late).start()
+print('main done')
+sys.exit('bye')
+""", profile=profile)
+    assert (res["status"], res["exit_code"]) == ("error", 1), res
+    assert res["stdout"] == "main done\nthread done\natexit ran\n"
+    assert res["stderr"] == "bye\n"
+    assert [(a["name"], base64.b64decode(a["data_base64"])) for a in res["artifacts"]] == \
+        [("left-open.txt", b"never flushed, then by atexit")]
+    for code, status in (("import sys; sys.exit(3)", 3), ("import sys; sys.exit()", 0),
+                         ("raise SystemExit(None)", 0), ("import os; os._exit(5)", 5)):
+        res = run(code, profile=profile)
+        assert res["exit_code"] == status, (code, res)
+
+
 def test_a_run_without_artifacts_has_an_empty_list():
     res = run("print(1)")
     assert res["status"] == "ok" and res["artifacts"] == []
