@@ -141,9 +141,17 @@ static int copy_result(const sr_check_out *out, size_t got, sr_check_result *res
 	return 0;
 }
 
-int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
+struct sr_check_job {
+	sr_confined child;
+	bool in_process;
+	size_t got;
+	struct timespec t0;
+	sr_check_out out;
+};
+
+int sr_check_start(const sr_check_request *req, sr_check_job **out, sr_error *err)
 {
-	memset(res, 0, sizeof *res);
+	*out = NULL;
 	sr_policy *def = NULL;
 	const sr_policy *p = req->policy;
 	if (sr_check_source_text(req->code, req->code_size, err) < 0)
@@ -151,31 +159,63 @@ int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
 	if (!p && sr_policy_default(&def, err) < 0)
 		return -1;
 	struct settings *s = malloc(sizeof *s);
-	sr_check_out *out = malloc(sizeof *out);
+	sr_check_job *job = malloc(sizeof *job);
 	int rc = -1;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (!s || !out) {
+	if (!s || !job) {
 		sr_fail(err, ENOMEM, "allocate the checker's result");
 		goto out;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &job->t0);
 	if (build_settings(req, p ? p : def, s, err) < 0)
 		goto out;
+	/* The child has its own copies of the job, the settings and the code
+	 * from the fork on: they may go here at once. */
 	struct job j = { req->code, req->code_size, &s->cfg };
-	size_t got = 0;
+	job->got = 0;
+	job->in_process = req->in_process;
 	if (req->in_process)
-		got = run_in_process(&j, &s->lim, out);
-	else if (sr_confine_run(run_job, &j, &s->lim, out, sizeof *out, &got, err) < 0)
+		job->got = run_in_process(&j, &s->lim, &job->out);
+	else if (sr_confine_start(run_job, &j, &s->lim, sizeof job->out, &job->child, err) < 0)
 		goto out;
-	rc = copy_result(out, got, res, err);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	res->duration_us =
-	    (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	*out = job;
+	job = NULL;
+	rc = 0;
 out:
+	free(job);
 	free(s);
-	free(out);
 	sr_policy_free(def);
 	return rc;
+}
+
+int sr_check_finish(sr_check_job *job, sr_check_result *res, sr_error *err)
+{
+	memset(res, 0, sizeof *res);
+	int rc = -1;
+	if (job->in_process ||
+	    sr_confine_finish(&job->child, &job->out, sizeof job->out, &job->got, err) == 0)
+		rc = copy_result(&job->out, job->got, res, err);
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	res->duration_us = (uint64_t)((t1.tv_sec - job->t0.tv_sec) * 1000000 +
+				      (t1.tv_nsec - job->t0.tv_nsec) / 1000);
+	free(job);
+	return rc;
+}
+
+void sr_check_abort(sr_check_job *job)
+{
+	if (job && !job->in_process)
+		sr_confine_abort(&job->child);
+	free(job);
+}
+
+int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
+{
+	sr_check_job *job;
+	memset(res, 0, sizeof *res);
+	if (sr_check_start(req, &job, err) < 0)
+		return -1;
+	return sr_check_finish(job, res, err);
 }
 
 void sr_check_result_free(sr_check_result *res)

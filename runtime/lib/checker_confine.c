@@ -75,17 +75,20 @@ static int collect(int rfd, uint64_t deadline, char *out, size_t out_size, size_
 {
 	char sink[4096];
 	for (;;) {
+		/* Past the deadline, what the child already wrote still counts
+		 * (sr_confine_finish may come late): a last look without waiting. */
 		uint64_t now = sr_now_ms();
-		if (now >= deadline)
-			return -ETIMEDOUT;
 		struct pollfd pfd = { rfd, POLLIN, 0 };
-		int rc = poll(&pfd, 1, (int)(deadline - now));
+		int rc = poll(&pfd, 1, now >= deadline ? 0 : (int)(deadline - now));
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc < 0)
 			return -errno;
-		if (rc == 0)
+		if (rc == 0) {
+			if (now >= deadline)
+				return -ETIMEDOUT;
 			continue;
+		}
 		char *dst = *got < out_size ? out + *got : sink;
 		size_t room = *got < out_size ? out_size - *got : sizeof sink;
 		ssize_t n = read(rfd, dst, room);
@@ -121,16 +124,18 @@ static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size,
 	return 0;
 }
 
-int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
-		   size_t out_size, size_t *got, sr_error *err)
+int sr_confine_start(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, size_t out_size,
+		     sr_confined *c, sr_error *err)
 {
-	int p[2], pidfd = -1;
+	int p[2];
+	c->rfd = c->pidfd = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sr_fail(err, errno, "create the checker's pipe");
-	uint64_t deadline = sr_now_ms() + lim->timeout_ms;
+	c->deadline = sr_now_ms() + lim->timeout_ms;
+	c->timeout_ms = lim->timeout_ms;
 	/* A raw clone: no atfork handlers in a caller's threads, and a pidfd
 	 * to wait on even if the caller reaps children with waitpid(-1). */
-	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &pidfd, NULL, 0);
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &c->pidfd, NULL, 0);
 	if (pid == 0) {
 		close(p[0]);
 		child(fn, arg, lim, p[1], out_size);
@@ -139,16 +144,47 @@ int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, v
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
+		c->pidfd = -1;
 		return sr_fail(err, saved, "start the checker process");
 	}
+	c->rfd = p[0];
+	return 0;
+}
+
+int sr_confine_finish(sr_confined *c, void *out, size_t out_size, size_t *got, sr_error *err)
+{
 	*got = 0;
-	int rc = collect(p[0], deadline, out, out_size, got);
-	close(p[0]);
+	int rc = collect(c->rfd, c->deadline, out, out_size, got);
+	close(c->rfd);
 	if (rc < 0)
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
 	siginfo_t si = { 0 };
-	while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
-	close(pidfd);
-	return explain(rc, &si, *got, out_size, lim, err);
+	close(c->pidfd);
+	c->rfd = c->pidfd = -1;
+	sr_confine_limits lim = { .timeout_ms = c->timeout_ms };
+	return explain(rc, &si, *got, out_size, &lim, err);
+}
+
+void sr_confine_abort(sr_confined *c)
+{
+	if (c->pidfd < 0)
+		return;
+	syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+	close(c->rfd);
+	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &(siginfo_t){ 0 }, WEXITED) < 0 &&
+	       errno == EINTR)
+		;
+	close(c->pidfd);
+	c->rfd = c->pidfd = -1;
+}
+
+int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
+		   size_t out_size, size_t *got, sr_error *err)
+{
+	sr_confined c;
+	if (sr_confine_start(fn, arg, lim, out_size, &c, err) < 0)
+		return -1;
+	return sr_confine_finish(&c, out, out_size, got, err);
 }

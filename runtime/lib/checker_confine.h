@@ -30,4 +30,17 @@ typedef size_t (*sr_confined_fn)(void *arg, sr_arena *a, void *out, size_t out_s
 int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
 		   size_t out_size, size_t *got, sr_error *err);
 
+/* The same in two steps, so the caller can work while the child does:
+ * start forks it (fn and arg are the child's copies from then on), finish
+ * collects its output as sr_confine_run does (the deadline counts from
+ * the start), abort kills and reaps it. */
+typedef struct sr_confined {
+	int rfd, pidfd;
+	uint64_t deadline, timeout_ms;
+} sr_confined;
+int sr_confine_start(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, size_t out_size,
+		     sr_confined *c, sr_error *err);
+int sr_confine_finish(sr_confined *c, void *out, size_t out_size, size_t *got, sr_error *err);
+void sr_confine_abort(sr_confined *c);
+
 #endif

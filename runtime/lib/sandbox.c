@@ -383,6 +383,12 @@ int sr_box_start(sr_box *r, sr_error *err)
 	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
 	    sr_net_setup(r->pidfd, err) || (r->egress && sr_egress_start(r->egress, r->pid, err)))
 		return -1;
+	/* The checker has been vetting the code meanwhile: the child goes on
+	 * (mounts, lock-down, the code) only if it passed. */
+	sr_check_job *vet = r->vet;
+	r->vet = NULL;
+	if (sr_box_vet_finish(vet, r->res) < 0)
+		return SR_BOX_VETOED;
 	if (write(r->sync[1], "g", 1) != 1)
 		return sr_fail(err, errno, "release the sandbox");
 	close_fd(&r->sync[1]);
@@ -511,6 +517,8 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 
 void sr_box_cleanup(sr_box *r)
 {
+	sr_check_abort(r->vet);
+	r->vet = NULL;
 	if (r->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 		siginfo_t si;
@@ -589,8 +597,16 @@ void sr_box_init_result(sr_result *res, const sr_policy *p)
 
 /* The pre-execution checker, before anything is created: a rejected run
  * has its findings in the result and its code never runs. */
-int sr_box_vet(const sr_run_request *req, sr_result *res)
+static void check_failed(sr_result *res, const sr_error *cerr)
 {
+	res->status = SR_STATUS_INTERNAL_ERROR;
+	snprintf(res->message, sizeof res->message,
+		 "internal_error: the code could not be checked: %s", cerr->msg);
+}
+
+int sr_box_vet_start(const sr_run_request *req, sr_result *res, sr_check_job **job)
+{
+	*job = NULL;
 	const sr_policy *p = req->policy;
 	if (req->no_check || !p->checker.enabled)
 		return 0;
@@ -599,12 +615,22 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 				  .policy = p,
 				  .allow = req->allow,
 				  .n_allow = req->n_allow };
+	sr_error cerr = { 0 };
+	if (sr_check_start(&creq, job, &cerr) < 0) {
+		check_failed(res, &cerr);
+		return -1;
+	}
+	return 0;
+}
+
+int sr_box_vet_finish(sr_check_job *job, sr_result *res)
+{
+	if (!job)
+		return 0;
 	sr_check_result cr;
 	sr_error cerr = { 0 };
-	if (sr_check(&creq, &cr, &cerr) < 0) {
-		res->status = SR_STATUS_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message,
-			 "internal_error: the code could not be checked: %s", cerr.msg);
+	if (sr_check_finish(job, &cr, &cerr) < 0) {
+		check_failed(res, &cerr);
 		return -1;
 	}
 	if (cr.n_findings == 0) {
@@ -621,6 +647,14 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 	return -1;
 }
 
+int sr_box_vet(const sr_run_request *req, sr_result *res)
+{
+	sr_check_job *job;
+	if (sr_box_vet_start(req, res, &job) < 0)
+		return -1;
+	return sr_box_vet_finish(job, res);
+}
+
 /* The working dir the sandbox handed over (none if it died before its
  * mounts were done): its artifacts/ into the result. */
 void sr_box_collect_artifacts(sr_box *b)
@@ -634,20 +668,41 @@ void sr_box_collect_artifacts(sr_box *b)
 	sr_workspace_forget(ws);
 }
 
+/* A check still running when the box failed: its verdict comes first
+ * (rejected code is reported as such, not as the failure). true: res
+ * says rejected or internal_error. */
+static bool vetoed(sr_box *b)
+{
+	sr_check_job *vet = b->vet;
+	b->vet = NULL;
+	if (sr_box_vet_finish(vet, b->res) == 0)
+		return false;
+	b->res->cgroup_mode[0] = '\0'; /* like any run that never started */
+	return true;
+}
+
 /* Prepare, start, watch and tear down b, then collect its artifacts: 0
  * with the outcome in b->res, or -1 when it could not be prepared. */
 static int run_box(sr_box *b, sr_error *err)
 {
 	if (sr_box_prepare(b, err)) {
+		int rc = vetoed(b) ? 0 : -1;
 		sr_box_cleanup(b);
 		close_fd(&b->wd[0]);
-		return -1;
+		return rc;
 	}
 	sr_error inner = { 0 };
 	sr_outcome oc;
 	const sr_limits *lim = &b->p->limits;
-	if (sr_box_start(b, &inner) ||
-	    sr_box_watch(b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner)) {
+	int rc = sr_box_start(b, &inner);
+	if (rc == SR_BOX_VETOED) {
+		b->res->cgroup_mode[0] = '\0';
+		sr_box_cleanup(b); /* the child never went on: nothing ran */
+		close_fd(&b->wd[0]);
+		return 0;
+	}
+	if ((rc < 0 && !vetoed(b)) ||
+	    (rc == 0 && sr_box_watch(b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner))) {
 		b->res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(b->res->message, sizeof b->res->message, "internal_error: %s", inner.msg);
 	}
@@ -657,34 +712,51 @@ static int run_box(sr_box *b, sr_error *err)
 	return 0;
 }
 
-int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
-		    size_t n_binds, sr_result *res, sr_error *err)
+static int run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+		    size_t n_binds, sr_check_job *vet, sr_result *res, sr_error *err)
 {
 	sr_box b;
 	sr_box_init(&b, req, res);
 	b.workdir_host = workdir_host;
 	b.binds = binds;
 	b.n_binds = n_binds;
+	b.vet = vet;
 	return run_box(&b, err);
+}
+
+int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+		    size_t n_binds, sr_result *res, sr_error *err)
+{
+	return run_with(req, workdir_host, binds, n_binds, NULL, res, err);
+}
+
+static int run_cold(const sr_run_request *req, sr_check_job *vet, sr_result *res, sr_error *err)
+{
+	sr_deps_layer *layer = NULL;
+	sr_bind bind = { 0 };
+	if (sr_deps_prepare(req, res, &layer, err) < 0) {
+		sr_check_abort(vet);
+		return -1;
+	}
+	if (res->status != SR_STATUS_OK) { /* the dependencies failed: nothing ran */
+		sr_check_abort(vet);
+		return 0;
+	}
+	const char *layer_path = layer ? sr_deps_layer_path(layer) : req->deps_layer;
+	if (layer_path && sr_deps_bind(req->policy, req->rootfs_dir, layer_path, &bind, err) < 0) {
+		sr_check_abort(vet);
+		sr_deps_layer_release(layer);
+		return -1;
+	}
+	int rc = run_with(req, NULL, &bind, layer_path ? 1 : 0, vet, res, err);
+	sr_deps_bind_free(&bind);
+	sr_deps_layer_release(layer);
+	return rc;
 }
 
 int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err)
 {
-	sr_deps_layer *layer = NULL;
-	sr_bind bind = { 0 };
-	if (sr_deps_prepare(req, res, &layer, err) < 0)
-		return -1;
-	if (res->status != SR_STATUS_OK) /* the dependencies failed: nothing ran */
-		return 0;
-	const char *layer_path = layer ? sr_deps_layer_path(layer) : req->deps_layer;
-	if (layer_path && sr_deps_bind(req->policy, req->rootfs_dir, layer_path, &bind, err) < 0) {
-		sr_deps_layer_release(layer);
-		return -1;
-	}
-	int rc = sr_box_run_with(req, NULL, &bind, layer_path ? 1 : 0, res, err);
-	sr_deps_bind_free(&bind);
-	sr_deps_layer_release(layer);
-	return rc;
+	return run_cold(req, NULL, res, err);
 }
 
 int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
@@ -692,7 +764,16 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 	if (sr_box_check_request(req, err))
 		return -1;
 	sr_box_init_result(res, req->policy);
-	if (sr_box_vet(req, res) < 0)
+	/* Requirements are installed only for code that passed. Otherwise the
+	 * checker's child vets the code while the sandbox is built, and the
+	 * sandbox goes on only if it passed (sr_box_start). */
+	if (req->n_requirements) {
+		if (sr_box_vet(req, res) < 0)
+			return 0;
+		return run_cold(req, NULL, res, err);
+	}
+	sr_check_job *vet;
+	if (sr_box_vet_start(req, res, &vet) < 0)
 		return 0;
-	return sr_box_run_cold(req, res, err);
+	return run_cold(req, vet, res, err);
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "checker.h"
 #include "mounts.h"
 #include "saferun.h"
 #include "seccomp_bpf.h"
@@ -38,6 +39,7 @@ typedef struct sr_box {
 	int pidfd;
 	pid_t pid;
 	struct sr_egress *egress; /* network mode egress: veth and rules, else NULL */
+	sr_check_job *vet;        /* the checker, vetting the code while the box is built */
 } sr_box;
 
 /* Every fd -1, nothing allocated. */
@@ -47,9 +49,16 @@ int sr_box_check_request(const sr_run_request *req, sr_error *err);
 void sr_box_init_result(sr_result *res, const sr_policy *p);
 /* The pre-execution checker: < 0 when res now says rejected/internal_error. */
 int sr_box_vet(const sr_run_request *req, sr_result *res);
+/* The same in two steps: start forks the checker (*job NULL: no check),
+ * finish waits for its verdict (and frees the job; NULL: 0). */
+int sr_box_vet_start(const sr_run_request *req, sr_result *res, sr_check_job **job);
+int sr_box_vet_finish(sr_check_job *job, sr_result *res);
 /* Plan, cgroup, pipes: failures are the request's (nothing ran). */
 int sr_box_prepare(sr_box *b, sr_error *err);
-/* Clone into the namespaces, map ids, network, release the child. */
+/* Clone into the namespaces, map ids, network, then b->vet's verdict
+ * (SR_BOX_VETOED: the code did not pass, b->res says why, the child is
+ * never released), then release the child. */
+#define SR_BOX_VETOED 1
 int sr_box_start(sr_box *b, sr_error *err);
 /* Supervise one run (the whole life for sr_run; until "done" for a
  * kernel) with these limits, then classify it into b->res. before: the

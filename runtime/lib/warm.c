@@ -865,10 +865,17 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 		return vet_then_cold(w, req, res, why, err);
 	if (sr_mounts_check_files(req->files, req->n_files, err))
 		return -1;
+	/* The checker vets the code while a sandbox is taken and gets ready
+	 * (it writes the files and installs the guard); the code starts at
+	 * go(), never before. */
+	sr_check_job *job;
+	if (sr_box_vet_start(req, res, &job) < 0)
+		return 0;
+	bool vet = job != NULL;
 	sr_error terr = { 0 };
 	wbox *x = take(w, &terr);
 	if (!x)
-		return vet_then_cold(w, req, res, terr.msg, err);
+		return sr_box_vet_finish(job, res) < 0 ? 0 : cold(w, req, res, terr.msg, err);
 	snprintf(res->id, sizeof res->id, "%s", x->id);
 	snprintf(res->cgroup_mode, sizeof res->cgroup_mode, "%s",
 		 sr_cgroup_mode_name(sr_cgroup_get_mode(x->b.cg)));
@@ -878,18 +885,17 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 	sr_error inner = { 0 };
 	sr_outcome oc;
 	const sr_limits *lim = &req->policy->limits;
-	/* The checker vets the code while the sandbox writes its files and
-	 * installs the guard; the code starts at go(), never before. */
-	bool vet = !req->no_check && req->policy->checker.enabled;
 	if (hand_over(x, w, req, vet, &inner)) {
 		/* Nothing of the run started (its sandbox went, or a memfd
-		 * failed): the run is the cold path's. */
+		 * failed): the run is the cold path's, if the code passed. */
 		retire(w, x, false);
+		if (sr_box_vet_finish(job, res) < 0)
+			return 0;
 		res->warm = false;
 		sr_box_init_result(res, req->policy);
-		return vet_then_cold(w, req, res, inner.msg, err);
+		return cold(w, req, res, inner.msg, err);
 	}
-	if (vet && sr_box_vet(req, res) < 0) {
+	if (sr_box_vet_finish(job, res) < 0) {
 		retire(w, x, false); /* rejected: its code never ran */
 		return 0;
 	}

@@ -1,10 +1,14 @@
 """The pre-execution checker from the CLI: saferun check, and saferun run
 refusing code before anything is built."""
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 
-from conftest import leftover_groups, saferun
+from conftest import SAFERUN, leftover_groups, saferun
 
 UNSAFE = "import os\nprint('ran')\nos.system('id')\nx = eval('1 + 1')\n"
 
@@ -74,7 +78,9 @@ def test_check_bad_input_exits_2(tmp_path):
         assert want in p.stderr.decode(), (args, p.stderr)
 
 
-def test_rejected_run_never_runs_and_creates_nothing():
+def test_rejected_run_never_runs_and_leaves_nothing():
+    # The checker vets the code while the sandbox is built; the sandbox
+    # never goes on to the code, and nothing of it is left.
     assert leftover_groups() == []
     p = saferun("run", "--json", "--profile", "host", "-c", UNSAFE)
     res = json.loads(p.stdout)
@@ -83,6 +89,55 @@ def test_rejected_run_never_runs_and_creates_nothing():
     assert res["stdout"] == "" and res["duration_ms"] == 0 and res["cgroup_mode"] == ""
     assert [(f["rule"], f["line"]) for f in res["findings"]] == [("SR101", 3), ("SR201", 4)]
     assert res["message"].startswith("rejected: 2 problems found before running; line 3: SR101")
+    assert leftover_groups() == []
+
+
+def children(pid):
+    out = []
+    for e in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{e}/stat") as f:
+                st = f.read()
+            if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+                out.append((int(e), st[st.index("(") + 1:st.rindex(")")],
+                            os.readlink(f"/proc/{e}/ns/pid")))
+        except OSError:
+            pass
+    return out
+
+
+def test_the_sandbox_waits_for_the_checkers_verdict(tmp_path):
+    """The checker's child vets the code while the sandbox is built; the
+    sandbox goes on only when it has passed. The test stops the checker
+    (code that takes it a few hundred ms) and sees the sandbox's first
+    process waiting: no init, no python, until the checker goes on."""
+    code = "while True:\n    pass\n" + "x = 1\n" * 20000
+    policy = write(tmp_path, "slow.json", '{"checker": {"timeout": "30s"}}')
+    p = subprocess.Popen([SAFERUN, "run", "--json", "--profile", "host", "--policy", policy,
+                          "--timeout", "2", "-c", code], stdout=subprocess.PIPE)
+    try:
+        ours = os.readlink(f"/proc/{p.pid}/ns/pid")
+        checker = None
+        deadline = time.monotonic() + 10
+        while checker is None and time.monotonic() < deadline and p.poll() is None:
+            kids = children(p.pid)
+            # the checker shares saferun's pid namespace; the sandbox does not
+            checker = next((k for k, _, ns in kids if ns == ours), None)
+        assert checker, "the checker's process was not seen (did the check get faster?)"
+        os.kill(checker, signal.SIGSTOP)
+        try:
+            time.sleep(0.5)
+            sandbox = [k for k in children(p.pid) if k[2] != ours]
+            assert len(sandbox) == 1 and sandbox[0][1] == "saferun", sandbox
+            assert children(sandbox[0][0]) == []  # no python yet
+        finally:
+            os.kill(checker, signal.SIGCONT)
+    finally:
+        # The run ends by itself (--timeout 2): a killed saferun would
+        # leave its groups.
+        out = p.communicate(timeout=120)[0]
+    res = json.loads(out)
+    assert res["status"] == "timeout", res["message"]
     assert leftover_groups() == []
 
 
