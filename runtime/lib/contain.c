@@ -144,6 +144,25 @@ void sr_child_lock_down(sr_child *c)
 		sr_child_fail(c, -rc, "load the seccomp filter");
 }
 
+/* Become c->init_fd, the small static init (runtime/zygote/init.c), with
+ * python's pid; returns only if the exec failed (errno), with the report
+ * pipe close-on-exec again. */
+static void exec_init(const sr_child *c, pid_t py)
+{
+	char fd[16], pid[16];
+	snprintf(fd, sizeof fd, "%d", c->report_fd);
+	snprintf(pid, sizeof pid, "%d", (int)py);
+	char *const argv[] = { "saferun-init", fd, pid, NULL }, *const envp[] = { NULL };
+	for (int i = 0; i <= SR_RUNNER_FD; i++)
+		close(i);
+	if (fcntl(c->report_fd, F_SETFD, 0) < 0)
+		return;
+	syscall(SYS_execveat, c->init_fd, "", argv, envp, AT_EMPTY_PATH);
+	int e = errno;
+	fcntl(c->report_fd, F_SETFD, FD_CLOEXEC);
+	errno = e;
+}
+
 pid_t sr_child_exec_init(const sr_child *c)
 {
 	pid_t py = fork();
@@ -155,15 +174,7 @@ pid_t sr_child_exec_init(const sr_child *c)
 		syscall(SYS_prctl, PR_SET_NAME, "python3", 0, 0, 0);
 		return 0;
 	}
-	char fd[16], pid[16];
-	snprintf(fd, sizeof fd, "%d", c->report_fd);
-	snprintf(pid, sizeof pid, "%d", (int)py);
-	char *const argv[] = { "saferun-init", fd, pid, NULL }, *const envp[] = { NULL };
-	for (int i = 0; i < 4; i++)
-		close(i);
-	if (fcntl(c->report_fd, F_SETFD, 0) < 0)
-		sr_child_fail(c, errno, "keep the report pipe across exec");
-	syscall(SYS_execveat, c->init_fd, "", argv, envp, AT_EMPTY_PATH);
+	exec_init(c, py);
 	/* Python is pid 2 of a namespace whose pid 1 ends here: it goes too. */
 	sr_child_fail(c, errno,
 		      "exec the sandbox's init (does the policy's seccomp filter allow execveat?)");
@@ -177,7 +188,11 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 	/* Raw, like the id switches (caps.c): the sanitizers' prctl wrapper
 	 * takes a thread-registry lock another thread may have held at clone. */
 	syscall(SYS_prctl, PR_SET_NAME, "saferun-init", 0, 0, 0);
-	pid_t py = python_forks ? fork() : (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	/* A cold run's python execs at once: it borrows this process's memory
+	 * until then (vfork) instead of copying it. */
+	pid_t py = c->argv        ? vfork()
+		   : python_forks ? fork()
+				  : (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (py < 0)
 		sr_child_fail(c, errno, "start python");
 	if (py == 0) {
@@ -190,6 +205,12 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 		execve("/usr/bin/python3", c->argv, c->envp);
 		sr_child_fail(c, errno, "exec %s", "/usr/bin/python3");
 	}
+	/* Pid 1 of a cold run is a copy of the supervisor (a daemon's holds
+	 * other runs' requests): it becomes the small static init instead,
+	 * keeping none of that. Where the policy's seccomp filter refuses
+	 * execveat, the copy stays and waits below. */
+	if (c->argv && c->init_fd >= 0)
+		exec_init(c, py);
 	for (int fd = 0; fd <= SR_RUNNER_FD; fd++)
 		close(fd);
 	for (;;) {

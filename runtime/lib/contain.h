@@ -21,14 +21,14 @@ typedef struct sr_child {
 	char **argv, **envp; /* a cold run's python (NULL: the warm path) */
 	const int *join_fds; /* the group's "tasks" (v1) / "cgroup.procs" files */
 	int n_join_fds;
-	int sync_fd;               /* read: one byte = go, EOF = abort; -1: none */
-	int report_fd;             /* write, close-on-exec */
-	int wd_fd;                 /* a one-shot run's: the working dir goes back here, or -1 */
-	int stdio[4];              /* 0, 1, 2 and a control socket (fd 3), or -1 */
-	bool keep_privileges;      /* the zygote: root of its user namespace, no seccomp */
-	bool pdeath;               /* SIGKILL when the parent thread ends */
-	int init_fd;               /* a warm sandbox's pid 1 program (memfd), kept open; -1: none */
-	int runner_fd;             /* the compiled runner, python's fd 4 (runner_cache.h), or -1 */
+	int sync_fd;          /* read: one byte = go, EOF = abort; -1: none */
+	int report_fd;        /* write, close-on-exec */
+	int wd_fd;            /* a one-shot run's: the working dir goes back here, or -1 */
+	int stdio[4];         /* 0, 1, 2 and a control socket (fd 3), or -1 */
+	bool keep_privileges; /* the zygote: root of its user namespace, no seccomp */
+	bool pdeath;          /* SIGKILL when the parent thread ends */
+	int init_fd;   /* pid 1's program (memfd, runtime/zygote/init.c), kept open; -1: none */
+	int runner_fd; /* the compiled runner, python's fd 4 (runner_cache.h), or -1 */
 	const sr_mount_plan *plan; /* a cold run's filesystem */
 	const char *workdir;
 } sr_child;
@@ -44,8 +44,9 @@ void sr_child_send_workdir(sr_child *c);
 void sr_child_lock_down(sr_child *c);
 /* Become the sandbox's init: start python as pid 2, reap orphans, report
  * python's wait status, exit. Returns only in python's process: a cold
- * run execs there, the warm path returns to the interpreter (so it forks
- * with fork(), which keeps libc's per-thread state right). */
+ * run execs there (vfork; then pid 1 execs c->init_fd when there is one),
+ * the warm path returns to the interpreter (so it forks with fork(), which
+ * keeps libc's per-thread state right). */
 pid_t sr_child_become_init(const sr_child *c, bool python_forks);
 /* The warm path's init (runtime/zygote/init.c): called in the sandbox's
  * first process, which shares the zygote's memory (CLONE_VM|CLONE_VFORK).

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -292,8 +293,23 @@ static int open_pipes(sr_box *r, sr_error *err)
 	return (r->in_fd = sr_box_stdin_fd(r->req, err)) < 0 ? -1 : 0;
 }
 
+extern const unsigned char sr_embedded_init[];
+extern const size_t sr_embedded_init_len;
+
+/* Pid 1's program for cold runs (runtime/zygote/init.c), one sealed memfd
+ * per process; -1 if it could not be made (pid 1 then stays a copy of
+ * this process). */
+static int cold_init_fd = -1;
+static pthread_once_t cold_init_once = PTHREAD_ONCE_INIT;
+
+static void make_cold_init(void)
+{
+	cold_init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
+}
+
 static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 {
+	pthread_once(&cold_init_once, make_cold_init);
 	struct clone_args ca = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 			 CLONE_NEWUTS | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0),
@@ -318,7 +334,7 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.report_fd = r->report[1],
 			.wd_fd = r->wd[1],
 			.stdio = { r->in_fd, r->out[1], r->err[1], r->ctl[1] },
-			.init_fd = -1,
+			.init_fd = cold_init_fd,
 			.runner_fd = r->runner_fd,
 			/* Not a kernel: its parent is the thread that started
 			 * it, which may end long before the kernel does; a

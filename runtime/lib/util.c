@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -203,6 +204,26 @@ uint64_t sr_fnv1a(const void *data, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ s[i]) * 1099511628211ull;
 	return h;
+}
+
+int sr_sealed_memfd(const char *name, const unsigned char *data, size_t len)
+{
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -1;
+	if (sr_write_all(fd, data, len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }
 
 int sr_write_all(int fd, const void *data, size_t len)

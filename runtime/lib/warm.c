@@ -504,26 +504,6 @@ static void *pool_thread(void *arg)
 
 /* A sealed, executable memfd holding data (MFD_EXEC where the kernel
  * knows it: with vm.memfd_noexec 1 a memfd is not executable otherwise). */
-static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
-{
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U
-#endif
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-	if (fd < 0 && errno == EINVAL)
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -1;
-	if (sr_write_all(fd, data, len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err)
 {
 	*out = NULL;
@@ -550,12 +530,12 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 		sr_fail(err, ENOMEM, "the warm pool");
 		goto fail;
 	}
-	if ((w->module_fd =
-		 sealed_memfd("saferun-zygote", sr_embedded_zygote, sr_embedded_zygote_len)) < 0) {
+	if ((w->module_fd = sr_sealed_memfd("saferun-zygote", sr_embedded_zygote,
+					    sr_embedded_zygote_len)) < 0) {
 		sr_fail(err, errno, "the zygote module's memfd");
 		goto fail;
 	}
-	if ((w->init_fd = sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len)) <
+	if ((w->init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len)) <
 	    0) {
 		sr_fail(err, errno, "the sandboxes' init's memfd");
 		goto fail;

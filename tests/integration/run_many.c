@@ -47,9 +47,13 @@ int main(int argc, char **argv)
 	 * MiB, 3 fork bombs in 40 were OOM-killed in one suite run). */
 	p->limits.memory_bytes = 128u << 20;
 	p->limits.pids = 16;
-	int fds_before = count_fds();
+	/* Counted after the first run: from then on the library keeps one fd
+	 * of its own for the process (the sandboxes' init, a sealed memfd). */
+	int fds_before = -1;
 	int counts[SR_STATUS_INTERNAL_ERROR + 1] = { 0 };
 	for (int i = 0; i < n; i++) {
+		if (i == 1)
+			fds_before = count_fds();
 		size_t k = (size_t)i % (sizeof kinds / sizeof *kinds);
 		p->limits.wall_ms = kinds[k].wall_ms;
 		sr_run_request req = { .policy = p,

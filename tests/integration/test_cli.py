@@ -245,3 +245,23 @@ def test_plain_output_passes_bytes_through_unchanged():
     p = saferun("run", "--profile", "host", "-c", "import os; os.write(1, bytes(range(256)))")
     assert p.returncode == 0
     assert p.stdout == bytes(range(256))
+
+
+def test_a_policy_that_refuses_execveat_still_runs_cold(tmp_path):
+    """Pid 1 of a cold sandbox execs the small static init with execveat;
+    a policy whose seccomp filter refuses it keeps pid 1 as it was (a copy
+    of saferun that waits for python) and the run is unaffected."""
+    with open(os.path.join(POLICIES, "default.json")) as f:
+        policy = json.load(f)
+    rules = policy["seccomp"]["syscalls"]
+    for r in rules:
+        if "execveat" in r["names"]:
+            r["names"].remove("execveat")
+    path = tmp_path / "no-execveat.json"
+    path.write_text(json.dumps(policy))
+    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", str(path), "-c",
+                "import os\nprint(os.readlink('/proc/self/exe'), open('/proc/1/comm').read())")
+    res = json.loads(p.stdout)
+    assert (res["status"], res["path"]) == ("ok", "cold"), res
+    assert res["stdout"].split() == [os.path.realpath("/usr/bin/python3"), "saferun-init"]
+    assert leftover_groups() == []

@@ -37,7 +37,8 @@ def descendants(pid):
 
 def test_init_holds_nothing_of_the_supervisor():
     # Pid 1 of the sandbox keeps its report pipe and nothing else: no copy
-    # of the supervisor's stdin (here a host file), no other fd.
+    # of the supervisor's stdin (here a host file), no other fd, no copy of
+    # the supervisor's memory.
     with open(__file__, "rb") as stdin:
         p = subprocess.Popen([SAFERUN, "run", *(["--warm"] if WARM else []), "--no-check", "-c",
                               "import time; time.sleep(2)"],
@@ -58,6 +59,12 @@ def test_init_holds_nothing_of_the_supervisor():
         for init in inits:
             fds = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
             assert len(fds) == 1 and list(fds.values())[0].startswith("pipe:"), fds
+            # and no copy of its memory: pid 1 is the small static init
+            # (runtime/zygote/init.c), exec'd from a sealed memfd
+            assert os.readlink(f"/proc/{init}/exe").startswith("/memfd:saferun-init")
+            with open(f"/proc/{init}/status") as f:
+                rss = int(f.read().split("VmRSS:")[1].split()[0])
+            assert rss < 2048, rss
     finally:
         # A killed CLI would leave its groups: the run ends by itself.
         p.communicate(timeout=60)
