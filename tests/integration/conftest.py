@@ -54,7 +54,7 @@ def run(code, *args, profile="host", env=None):
 
 
 # The VM tier (scripts/vm-test) runs these files again in a qemu guest with
-# only cgroup v2, under software emulation (each python start costs ~1 s
+# only cgroup v2, under software emulation (a sandbox run costs ~1 s
 # there). A test whose subject does not depend on the cgroup version or the
 # kernel is marked host_only(reason) and skips in the guest
 # (SAFERUN_VM_TIER=1), saying why; docs/testing.md lists them.
