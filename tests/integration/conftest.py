@@ -53,6 +53,30 @@ def run(code, *args, profile="host", env=None):
     return res
 
 
+# The VM tier (scripts/vm-test) runs these files again in a qemu guest with
+# only cgroup v2, under software emulation (a sandbox run costs ~1 s
+# there). A test whose subject does not depend on the cgroup version or the
+# kernel is marked host_only(reason) and skips in the guest
+# (SAFERUN_VM_TIER=1), saying why; docs/testing.md lists them.
+VM_TIER = bool(os.environ.get("SAFERUN_VM_TIER"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "host_only(reason): not run in the VM tier (cgroup v2 guest): "
+        "its subject does not depend on the cgroup version or the kernel")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not VM_TIER:
+        return
+    for item in items:
+        m = item.get_closest_marker("host_only")
+        if m:
+            why = m.kwargs.get("reason") or (m.args[0] if m.args else "")
+            item.add_marker(pytest.mark.skip(reason=f"host only (VM tier): {why}"))
+
+
 def cgroup_mode():
     return json.loads(saferun("info").stdout)["cgroup_mode"]
 

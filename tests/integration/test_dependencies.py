@@ -48,6 +48,14 @@ def policy(place, profile="minimal", **deps):
     return path
 
 
+# pip, the cache and the requirement rules are the same on any cgroup
+# version, and each install is a minute of pip under the VM tier's emulation:
+# only test_the_layer_is_read_only_to_the_code runs there (pip's sandbox and
+# the layer's read-only bind mount, on cgroup v2).
+HOST_ONLY = pytest.mark.host_only(reason="pip and the dependency cache do not depend on the "
+                                  "cgroup version")
+
+
 def run(pol, code, *reqs, extra=()):
     args = ["run", "--json", "--no-check", "--policy", pol]
     for r in reqs:
@@ -69,6 +77,7 @@ def deps_mounts():
         return [line for line in f if f" {DEPS_WS}/" in line]
 
 
+@HOST_ONLY
 def test_allowed_requirement_installs_with_its_dependency_and_imports(place):
     res = run(policy(place), "import tinytop, tinyleaf\nprint(tinytop.VERSION, tinyleaf.__file__)",
               "tinytop")
@@ -80,6 +89,7 @@ def test_allowed_requirement_installs_with_its_dependency_and_imports(place):
     assert len(cache_entries(place)) == 1
 
 
+@HOST_ONLY
 def test_second_run_with_the_same_requirements_uses_the_cache(place):
     pol = policy(place)
     first = run(pol, "import tinytop", "tinytop")
@@ -93,6 +103,7 @@ def test_second_run_with_the_same_requirements_uses_the_cache(place):
     assert len(cache_entries(place)) == 1
 
 
+@HOST_ONLY
 def test_a_changed_wheelhouse_is_a_new_cache_entry(place):
     pol = policy(place)
     assert run(pol, "import tinyleaf", "tinyleaf")["status"] == "ok"
@@ -103,6 +114,7 @@ def test_a_changed_wheelhouse_is_a_new_cache_entry(place):
     assert len(cache_entries(place)) == 2
 
 
+@HOST_ONLY
 def test_not_allowed_is_an_error_naming_it_and_installs_nothing(place):
     res = run(policy(place, allow=["tinyleaf"]), "print('ran')", "tinyleaf", "Tiny_Top")
     assert res["status"] == "error" and res["_exit"] != 0
@@ -116,6 +128,7 @@ def test_not_allowed_is_an_error_naming_it_and_installs_nothing(place):
                                  'policy.dependencies.allow (nothing was installed)\n')
 
 
+@HOST_ONLY
 def test_ignored_requirements_are_dropped(place):
     res = run(policy(place, allow=["tinyleaf"], ignore=["tinytop"]), "import tinyleaf",
               "tinyleaf", "tinytop")
@@ -124,6 +137,7 @@ def test_ignored_requirements_are_dropped(place):
     assert res["dependencies"]["installed"] == ["tinyleaf==1.0"]
 
 
+@HOST_ONLY
 def test_missing_package_is_an_error_with_pips_line(place):
     res = run(policy(place), "print('ran')", "nosuchpkg")
     assert res["status"] == "error"
@@ -135,6 +149,7 @@ def test_missing_package_is_an_error_with_pips_line(place):
     assert cache_entries(place) == []
 
 
+@HOST_ONLY
 def test_the_profile_has_it_so_nothing_is_installed(place):
     # no wheelhouse at all: had pip been needed, this would be an error
     pol = policy(place, profile="host", wheelhouse=None)
@@ -181,6 +196,7 @@ def test_the_layer_is_read_only_to_the_code(place):
             assert st.st_uid == 0 and st.st_mode & 0o022 == 0, (top, name)
 
 
+@HOST_ONLY
 def test_nothing_is_left_behind(place):
     before = set(os.listdir(DEPS_WS)) if os.path.isdir(DEPS_WS) else set()
     res = run(policy(place, cache=False), "import tinytop", "tinytop")
@@ -195,6 +211,7 @@ def test_nothing_is_left_behind(place):
     assert not [e for e in os.listdir(os.path.join(place, "cache")) if e.startswith(".")]
 
 
+@HOST_ONLY
 @pytest.mark.parametrize("bad", [
     "x @ https://example.com/x.whl", "-e .", "--index-url=http://evil", "../pkg", "/tmp/pkg",
     "pkg; python_version < '4'", "pkg[extra]", "", "pkg==", "pkg>=1,", "pkg 1.0",
@@ -208,6 +225,7 @@ def test_bad_requirement_strings_are_refused(place, bad):
     assert cache_entries(place) == []
 
 
+@HOST_ONLY
 def test_requirements_file(place):
     req = os.path.join(place, "reqs.txt")
     with open(req, "w") as f:
@@ -217,6 +235,7 @@ def test_requirements_file(place):
     assert res["dependencies"]["installed"] == ["tinyleaf==1.0", "tinytop==2.0"]
 
 
+@HOST_ONLY
 def test_install_time_limit(place):
     res = run(policy(place, install_time="1s", cache=False), "pass", "tinyleaf")
     assert res["status"] == "error", res
@@ -224,6 +243,7 @@ def test_install_time_limit(place):
                               "time limit of 1 s (policy.dependencies.install_time)")
 
 
+@HOST_ONLY
 def test_unreadable_wheelhouse_is_explained(place):
     os.chmod(os.path.join(place, "wheels"), 0o700)
     res = run(policy(place), "pass", "tinyleaf")
@@ -232,6 +252,7 @@ def test_unreadable_wheelhouse_is_explained(place):
         "directory the sandbox can read (it and every dir above it need o+x, it needs o+r)")
 
 
+@HOST_ONLY
 def test_concurrent_installs_of_one_set_share_one_entry(place):
     pol = policy(place)
     results = []
@@ -249,6 +270,7 @@ def test_concurrent_installs_of_one_set_share_one_entry(place):
     assert not [e for e in os.listdir(os.path.join(place, "cache")) if e.startswith(".")]
 
 
+@HOST_ONLY
 def test_cache_keeps_at_most_cache_entries(place):
     pol = policy(place, cache_entries=1)
     assert run(pol, "import tinyleaf", "tinyleaf")["status"] == "ok"
@@ -259,6 +281,7 @@ def test_cache_keeps_at_most_cache_entries(place):
         assert "req other-pkg\n" in f.read()
 
 
+@HOST_ONLY
 def test_auto_detect_installs_missing_imports_the_policy_allows(place):
     code = ("import json, tinytop\nfrom tinyleaf import VERSION\n"
             "try:\n    import Other_Pkg\nexcept ImportError:\n    print('no other')\n"
@@ -277,6 +300,7 @@ def test_auto_detect_installs_missing_imports_the_policy_allows(place):
     assert res["dependencies"]["ignored"] == ["tinytop"]
 
 
+@HOST_ONLY
 def test_without_auto_detect_imports_install_nothing(place):
     res = run(policy(place), "import tinyleaf")
     assert res["status"] == "error" and "No module named 'tinyleaf'" in res["stderr"]
@@ -284,6 +308,7 @@ def test_without_auto_detect_imports_install_nothing(place):
     assert cache_entries(place) == []
 
 
+@HOST_ONLY
 def test_a_restrictive_umask_still_gives_a_readable_layer(place):
     pol = policy(place)
     p = subprocess.run([os.environ.get("SAFERUN") or "saferun", "run", "--json", "--no-check",
@@ -297,6 +322,7 @@ def test_a_restrictive_umask_still_gives_a_readable_layer(place):
     assert os.stat(os.path.join(place, "cache")).st_mode & 0o777 == 0o711
 
 
+@HOST_ONLY
 def test_an_install_removes_workspaces_of_dead_processes(place):
     # what a saferun killed in the middle of an install leaves: a mounted tmpfs
     p = subprocess.Popen(["sleep", "0"])
