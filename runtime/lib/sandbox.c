@@ -611,8 +611,8 @@ void sr_box_init_result(sr_result *res, const sr_policy *p)
 			 (unsigned long long)sr_now_ms());
 }
 
-/* The pre-execution checker, before anything is created: a rejected run
- * has its findings in the result and its code never runs. */
+/* The pre-execution checker (sandbox.h): a rejected run has its findings
+ * in the result and its code never runs. */
 static void check_failed(sr_result *res, const sr_error *cerr)
 {
 	res->status = SR_STATUS_INTERNAL_ERROR;
