@@ -40,8 +40,8 @@ def test_init_holds_nothing_of_the_supervisor():
     # of the supervisor's stdin (here a host file), no other fd, no copy of
     # the supervisor's memory.
     with open(__file__, "rb") as stdin:
-        p = subprocess.Popen([SAFERUN, "run", *(["--warm"] if WARM else []), "--no-check", "-c",
-                              "import time; time.sleep(2)"],
+        p = subprocess.Popen([SAFERUN, "run", *(["--warm"] if WARM else []), "--no-check",
+                              "--profile", "host", "-c", "import time; time.sleep(2)"],
                              stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # The CLI prints the output at the end: wait for the sandbox's
@@ -55,7 +55,8 @@ def test_init_holds_nothing_of_the_supervisor():
                     comm == "python3" for pid, comm in descendants(inits[-1])):
                 break
             time.sleep(0.05)
-        assert len(inits) == (2 if WARM else 1), below
+        assert len(inits) == (2 if WARM else 1), (below, p.poll(), p.poll() is not None
+                                                  and p.communicate())
         for init in inits:
             fds = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
             assert len(fds) == 1 and list(fds.values())[0].startswith("pipe:"), fds

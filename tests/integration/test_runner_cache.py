@@ -3,8 +3,10 @@ a cold run's python loads the runner compiled once by the rootfs's own
 python, from fd 4, instead of compiling its source on every start. Each
 test has a cache dir of its own (SAFERUN_CACHE_DIR)."""
 import os
+import pathlib
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -110,13 +112,15 @@ def test_code_from_another_python_is_refused_not_run(tmp_path):
     assert res["stderr"] == "saferun: the cached runner was compiled by another python\n"
 
 
-def test_another_python_in_the_same_rootfs_gets_its_own_entry(tmp_path):
+def test_another_python_in_the_same_rootfs_gets_its_own_entry(tmp_path, request):
     src = os.path.join(ROOTFS_DIR, "minimal")
     if not os.path.exists(src):
         pytest.skip("no minimal rootfs")
-    # A copy of the rootfs (hard links: cheap) at a path of its own.
-    rootfs_dir = tmp_path / "rootfs"
-    rootfs_dir.mkdir()
+    # A copy of the rootfs at a path of its own: hard links (cheap), so on
+    # the rootfs's own file system (/tmp may be another).
+    rootfs_dir = pathlib.Path(tempfile.mkdtemp(prefix=".test-runner-cache-",
+                                               dir=os.path.dirname(os.path.abspath(ROOTFS_DIR))))
+    request.addfinalizer(lambda: shutil.rmtree(rootfs_dir, ignore_errors=True))
     subprocess.run(["cp", "-al", src, str(rootfs_dir / "minimal")], check=True)
     cache = tmp_path / "cache"
     assert probe(cache, rootfs_dir=str(rootfs_dir)) == ["stub", "fd4 9", "[]"]
