@@ -1491,25 +1491,16 @@ static int check_preload_entry(const struct ctx *c, const char *path, const cJSO
 	return listed_before(c, path, v, before, n_before);
 }
 
-static int parse_fallback(const struct ctx *c, const cJSON *v, sr_policy *p)
+/* One of two words: *is_first says which. what: "a fallback (known:
+ * cold, error)" for the message. */
+static int parse_either(const struct ctx *c, const char *path, const cJSON *v, const char *first,
+			const char *second, const char *what, bool *is_first)
 {
-	if (want_string(c, "policy.warm.fallback", v) < 0)
+	if (want_string(c, path, v) < 0)
 		return -1;
-	if (strcmp(v->valuestring, "cold") != 0 && strcmp(v->valuestring, "error") != 0)
-		return bad_value(c, "policy.warm.fallback", v,
-				 "is not a fallback (known: cold, error)");
-	p->warm.fallback_cold = strcmp(v->valuestring, "cold") == 0;
-	return 0;
-}
-
-static int parse_refill(const struct ctx *c, const cJSON *v, sr_policy *p)
-{
-	if (want_string(c, "policy.warm.refill", v) < 0)
-		return -1;
-	if (strcmp(v->valuestring, "idle") != 0 && strcmp(v->valuestring, "eager") != 0)
-		return bad_value(c, "policy.warm.refill", v,
-				 "is not a refill behaviour (known: idle, eager)");
-	p->warm.refill_eager = strcmp(v->valuestring, "eager") == 0;
+	if (strcmp(v->valuestring, first) != 0 && strcmp(v->valuestring, second) != 0)
+		return bad_value(c, path, v, "%s", what);
+	*is_first = strcmp(v->valuestring, first) == 0;
 	return 0;
 }
 
@@ -1544,9 +1535,14 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 			return -1;
 		p->warm.pool_size = (unsigned)pool;
 	}
-	if ((v = get(obj, "fallback")) && parse_fallback(c, v, p) < 0)
+	if ((v = get(obj, "fallback")) &&
+	    parse_either(c, "policy.warm.fallback", v, "cold", "error",
+			 "is not a fallback (known: cold, error)", &p->warm.fallback_cold) < 0)
 		return -1;
-	if ((v = get(obj, "refill")) && parse_refill(c, v, p) < 0)
+	if ((v = get(obj, "refill")) &&
+	    parse_either(c, "policy.warm.refill", v, "eager", "idle",
+			 "is not a refill behaviour (known: idle, eager)",
+			 &p->warm.refill_eager) < 0)
 		return -1;
 	return 0;
 }
