@@ -67,8 +67,6 @@ static void set_rlimits(const sr_child *c)
 	}
 }
 
-/* Out of the way first: a source may already sit on a target number
- * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
 /* The fds python gets: 0, 1, 2, a control socket (3), the compiled
  * runner (SR_RUNNER_FD, 4); -1 where there is none. */
 static int child_fds(const sr_child *c, int fds[5])
@@ -78,6 +76,8 @@ static int child_fds(const sr_child *c, int fds[5])
 	return c->runner_fd >= 0 ? 5 : c->stdio[3] >= 0 ? 4 : 3;
 }
 
+/* Out of the way first: a source may already sit on a target number
+ * (dup2 onto itself would keep close-on-exec), and so may the report pipe. */
 static void setup_stdio(sr_child *c)
 {
 	int want[5], high[5], n = child_fds(c, want);
@@ -95,8 +95,8 @@ static void setup_stdio(sr_child *c)
 			sr_child_fail(c, errno, "set up fd %d", fd);
 }
 
-/* Keep python's fds (child_fds), the report pipe and a warm sandbox's
- * init program; everything else the parent had open (other sandboxes'
+/* Keep python's fds (child_fds), the report pipe and pid 1's program;
+ * everything else the parent had open (other sandboxes'
  * pipes in a daemon, the cgroup fd, a zygote's own sockets) goes. */
 static void close_other_fds(const sr_child *c)
 {
