@@ -96,7 +96,7 @@ def _saferun_main():
     __import__("atexit")._run_exitfuncs()
     # Files the code left open (and unflushed) are flushed as the teardown
     # would: they are among the objects it made, the collector's
-    # generations (the zygote's are frozen out of them).
+    # generations (what existed before the code is frozen out of them).
     import io
     for gen in range(3):
         for obj in gc.get_objects(gen):

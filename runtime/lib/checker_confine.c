@@ -7,6 +7,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -151,33 +152,32 @@ int sr_confine_start(sr_confined_fn fn, void *arg, const sr_confine_limits *lim,
 	return 0;
 }
 
+/* Close the pipe, kill the child if asked, wait for its end into *si. */
+static void reap(sr_confined *c, bool kill, siginfo_t *si)
+{
+	close(c->rfd);
+	if (kill)
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, si, WEXITED) < 0 && errno == EINTR)
+		;
+	close(c->pidfd);
+	c->rfd = c->pidfd = -1;
+}
+
 int sr_confine_finish(sr_confined *c, void *out, size_t out_size, size_t *got, sr_error *err)
 {
 	*got = 0;
 	int rc = collect(c->rfd, c->deadline, out, out_size, got);
-	close(c->rfd);
-	if (rc < 0)
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
 	siginfo_t si = { 0 };
-	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-		;
-	close(c->pidfd);
-	c->rfd = c->pidfd = -1;
+	reap(c, rc < 0, &si);
 	sr_confine_limits lim = { .timeout_ms = c->timeout_ms };
 	return explain(rc, &si, *got, out_size, &lim, err);
 }
 
 void sr_confine_abort(sr_confined *c)
 {
-	if (c->pidfd < 0)
-		return;
-	syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-	close(c->rfd);
-	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &(siginfo_t){ 0 }, WEXITED) < 0 &&
-	       errno == EINTR)
-		;
-	close(c->pidfd);
-	c->rfd = c->pidfd = -1;
+	if (c->pidfd >= 0)
+		reap(c, true, &(siginfo_t){ 0 });
 }
 
 int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,

@@ -132,16 +132,17 @@ void sr_runner_cache_store(const char *rootfs, const void *code, size_t len)
 
 /* The magic number guards against an entry from another python that
  * the key missed: that run fails with this message instead of crashing. */
+// clang-format off
 const char sr_runner_stub[] =
     "def _saferun_load():\n"
     "    import marshal, _frozen_importlib_external as e\n"
     "    with open(" STR(SR_RUNNER_FD) ", 'rb') as f:\n"
-				       "        b = f.read()\n"
-				       "    if b[:4] != e.MAGIC_NUMBER:\n"
-				       "        raise SystemExit('saferun: the cached runner was "
-				       "compiled by another python')\n"
-				       "    return marshal.loads(b[4:])\n"
-				       "exec(globals().pop('_saferun_load')())\n";
+    "        b = f.read()\n"
+    "    if b[:4] != e.MAGIC_NUMBER:\n"
+    "        raise SystemExit('saferun: the cached runner was compiled by another python')\n"
+    "    return marshal.loads(b[4:])\n"
+    "exec(globals().pop('_saferun_load')())\n";
+// clang-format on
 
 /* "<string>", like python -c: the runner's frames look the same either way. */
 const char sr_runner_compile_py[] =

@@ -174,8 +174,9 @@ static int run_box(sr_box *b, sr_error *err);
 /* The runner compiled by this rootfs's python, made on the first miss by
  * a sandbox of the same policy that runs nothing but the compile (no
  * one's code: what it writes is trusted like the rootfs itself), without
- * a network. Whatever fails, the run goes on with the runner's source on
- * the command line. */
+ * a network and with the default limits (a policy's small output cap
+ * would fail it, and every run would try again). Whatever fails, the run
+ * goes on with the runner's source on the command line. */
 static void open_runner(sr_box *r)
 {
 	bool miss;
@@ -186,6 +187,11 @@ static void open_runner(sr_box *r)
 	if (!p)
 		return;
 	p->net_mode = SR_NET_NONE;
+	sr_error e = { 0 };
+	if (sr_policy_apply_preset(p, "medium", &e) < 0) {
+		sr_policy_free(p);
+		return;
+	}
 	sr_run_request req = { .policy = p,
 			       .code = sr_runner_compile_py,
 			       .code_size = strlen(sr_runner_compile_py),
@@ -198,7 +204,6 @@ static void open_runner(sr_box *r)
 	sr_box b;
 	sr_box_init(&b, &req, &res);
 	b.source_runner = true;
-	sr_error e = { 0 };
 	if (run_box(&b, &e) == 0 && res.status == SR_STATUS_OK && res.out.len > 4)
 		sr_runner_cache_store(r->rootfs, res.out.data, res.out.len);
 	sr_result_free(&res);

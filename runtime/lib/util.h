@@ -18,8 +18,9 @@ int sr_write_all(int fd, const void *data, size_t len);
 int sr_read_all(int fd, void *buf, size_t len);
 /* 64-bit FNV-1a of len bytes: cache file names, never a trust decision. */
 uint64_t sr_fnv1a(const void *data, size_t len);
-/* A close-on-exec memfd holding data, sealed against any change (an
- * executable one where the kernel tells them apart): -1 with errno. */
+/* A close-on-exec memfd holding data, sealed against any change, and
+ * executable (MFD_EXEC where the kernel knows it: with vm.memfd_noexec 1
+ * a memfd is not executable otherwise): -1 with errno. */
 int sr_sealed_memfd(const char *name, const unsigned char *data, size_t len);
 /* Send len bytes and fd (SCM_RIGHTS) as one message; sendmsg's return. */
 ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags);

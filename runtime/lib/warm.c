@@ -502,8 +502,6 @@ static void *pool_thread(void *arg)
 
 /* ---- the API ------------------------------------------------------------------- */
 
-/* A sealed, executable memfd holding data (MFD_EXEC where the kernel
- * knows it: with vm.memfd_noexec 1 a memfd is not executable otherwise). */
 int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err)
 {
 	*out = NULL;

@@ -59,6 +59,21 @@ def test_first_run_compiles_then_every_run_loads(tmp_path, profile):
     assert os.stat(tmp_path / "runner" / made[0]).st_mtime_ns == mtime  # not made again
 
 
+def test_a_policys_small_output_cap_does_not_stop_the_compile(tmp_path):
+    # The compile sandbox has its own limits: the runner's code (~40 KB)
+    # is more than this policy lets a run print, and without them every
+    # run would try the compile again and fall back to the source.
+    policy = tmp_path / "small.json"
+    policy.write_text('{"limits": {"output": "1K"}}')
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        res = run(PROBE, "--policy", str(policy), env={"SAFERUN_CACHE_DIR": str(cache)},
+                  profile="minimal")
+        assert res["status"] == "ok", res
+        assert res["stdout"].split("\n")[:3] == ["stub", "fd4 9", "[]"]
+    assert len(entries(cache)) == 1
+
+
 def test_cache_off_compiles_the_source_every_time(tmp_path):
     res = run(PROBE, env={"SAFERUN_CACHE_DIR": "off"}, profile="minimal")
     assert res["status"] == "ok", res
