@@ -53,7 +53,8 @@ static const struct key keys[] = {
 	  "session lifetime (24h)" },
 	{ "max_file_size", K_SIZE, F(max_file_bytes), 1, 1ull << 32,
 	  "one file via the files API (64M)" },
-	{ "node_id", K_STRING, F(node_id), 0, 0, "this node's id in a fleet: session ids start with it" },
+	{ "node_id", K_STRING, F(node_id), 0, 0,
+	  "this node's id in a fleet: session ids start with it" },
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 

@@ -109,8 +109,9 @@ static bool on_signal_fd(srd_ctx *ctx, int fd)
 		return false;
 	if (sig == SIGUSR1) {
 		if (!atomic_exchange(&ctx->draining, true))
-			srd_log("info", "drain", "SIGUSR1: draining, no new sessions or runs; "
-						 "open sessions go on until SIGTERM");
+			srd_log("info", "drain",
+				"SIGUSR1: draining, no new sessions or runs; "
+				"open sessions go on until SIGTERM");
 		return false;
 	}
 	if (sig != SIGHUP) {

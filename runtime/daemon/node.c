@@ -105,7 +105,8 @@ static unsigned warm_ready(srd_ctx *ctx)
 void srd_handle_ready(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	(void)req;
-	unsigned running, waiting, max_run = ctx->gate.max_running, max_wait = ctx->gate.max_waiting;
+	unsigned running, waiting, max_run = ctx->gate.max_running,
+				   max_wait = ctx->gate.max_waiting;
 	srd_gate_counts(&ctx->gate, &running, &waiting);
 	bool draining = atomic_load(&ctx->draining);
 	bool full = running >= max_run && waiting >= max_wait;
