@@ -110,7 +110,7 @@ def test_sigterm_keeps_tcp_answering_draining_until_the_run_ends(make_daemon):
     auth = {"Authorization": "Bearer " + "t" * 32}
     with cf.ThreadPoolExecutor(1) as pool:
         run = pool.submit(d.post, "/v1/run",
-                          {"code": "import time; time.sleep(4); print('done')"})
+                          {"code": "import time; time.sleep(6); print('done')"})
         assert wait_for(lambda: d.get("/v1/ready").json()["runs_in_flight"] == 1, timeout=30)
         d.send(signal.SIGTERM)
         # the router's check: /v1/ready over TCP says draining while the run goes on
