@@ -9,6 +9,7 @@
 
 #include "agentrun.h"
 
+#include "public_url.h"
 #include "session_routes.h"
 
 #define SRC_DIR       "src"
@@ -46,17 +47,17 @@ static void session_paths(cJSON *j, srd_session *ss)
 }
 
 /* Exactly these keys: the client builds a dataclass from them. */
-cJSON *srd_arp_created_json(srd_session *ss)
+cJSON *srd_arp_created_json(srd_session *ss, const char *base)
 {
 	const char *id = srd_session_id(ss);
-	char url[96];
+	char url[SRD_PUBLIC_URL_MAX + 96];
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "session_id", id);
 	cJSON_AddStringToObject(j, "workdir", id);
 	session_paths(j, ss);
-	snprintf(url, sizeof url, "/sessions/%s/copy-to", id);
+	snprintf(url, sizeof url, "%s/sessions/%s/copy-to", base, id);
 	cJSON_AddStringToObject(j, "upload_url", url);
-	snprintf(url, sizeof url, "/sessions/%s/artifacts", id);
+	snprintf(url, sizeof url, "%s/sessions/%s/artifacts", base, id);
 	cJSON_AddStringToObject(j, "artifacts_url", url);
 	return j;
 }
@@ -82,11 +83,13 @@ void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *r
 	srd_ferr e = { 0 };
 	srd_run_opts o = { 0 };
 	srd_session *ss;
+	char base[SRD_PUBLIC_URL_MAX];
 	if (srd_session_create(ctx, &o, req->peer, &ss, &e)) {
 		srd_respond_error(res, &e);
 		return;
 	}
-	srd_respond_json(res, 200, srd_arp_created_json(ss));
+	srd_public_base(ctx, req, base, sizeof base);
+	srd_respond_json(res, 200, srd_arp_created_json(ss, base));
 	srd_session_release(ss);
 }
 
@@ -351,22 +354,23 @@ static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, 
 	return out;
 }
 
-cJSON *srd_arp_artifacts_json(srd_session *ss, srd_ferr *e)
+cJSON *srd_arp_artifacts_json(srd_session *ss, const char *base, srd_ferr *e)
 {
-	char base[96];
-	snprintf(base, sizeof base, "/sessions/%s/artifacts", srd_session_id(ss));
-	cJSON *files = dir_files(ss, ARTIFACTS_DIR, base, e);
+	char url[SRD_PUBLIC_URL_MAX + 96];
+	snprintf(url, sizeof url, "%s/sessions/%s/artifacts", base, srd_session_id(ss));
+	cJSON *files = dir_files(ss, ARTIFACTS_DIR, url, e);
 	if (!files)
 		return NULL;
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
 	cJSON_AddItemToObject(j, "artifacts", files);
-	cJSON_AddStringToObject(j, "artifacts_url", base);
+	cJSON_AddStringToObject(j, "artifacts_url", url);
 	return j;
 }
 
-cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e)
+cJSON *srd_arp_src_json(srd_session *ss, const char *base, srd_ferr *e)
 {
+	(void)base; /* src/ files have no download route */
 	cJSON *files = dir_files(ss, SRC_DIR, NULL, e);
 	if (!files)
 		return NULL;
@@ -377,13 +381,15 @@ cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e)
 }
 
 static void respond_listing(srd_ctx *ctx, const srd_request *req, srd_response *res,
-			    cJSON *(*list)(srd_session *, srd_ferr *))
+			    cJSON *(*list)(srd_session *, const char *, srd_ferr *))
 {
 	srd_ferr e = { 0 };
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	cJSON *j = list(ss, &e);
+	char base[SRD_PUBLIC_URL_MAX];
+	srd_public_base(ctx, req, base, sizeof base);
+	cJSON *j = list(ss, base, &e);
 	if (j)
 		srd_respond_json(res, 200, j);
 	else

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "public_url.h"
 #include "saferun.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -52,6 +53,8 @@ static const struct key keys[] = {
 	  "session lifetime (24h)" },
 	{ "max_file_size", K_SIZE, F(max_file_bytes), 1, 1ull << 32,
 	  "one file via the files API (64M)" },
+	{ "public_url", K_STRING, F(public_url), 0, 0,
+	  "base of the URLs AgentRunPlus routes return (default: from Host)" },
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 
@@ -331,6 +334,11 @@ int srd_config_load(srd_config *c, int argc, char **argv, char *msg, size_t size
 		rc = v ? set_key(c, flags[i].key, v, origin, msg, size) : -1;
 		cJSON_Delete(v);
 	}
+	if (rc == 0 && c->public_url) {
+		rc = srd_public_url_check(c->public_url, msg, size);
+		for (size_t len = strlen(c->public_url); len && c->public_url[len - 1] == '/';)
+			c->public_url[--len] = '\0'; /* routes append "/sessions/..." */
+	}
 	if (rc == 0 && !(c->config_file = strdup(config ? config : SRD_DEFAULT_CONFIG)))
 		rc = -1;
 	free(flags);
@@ -341,7 +349,8 @@ void srd_config_free(srd_config *c)
 {
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
-			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir };
+			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
+			  &c->public_url };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

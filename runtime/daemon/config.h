@@ -36,6 +36,7 @@ typedef struct srd_config {
 	uint64_t session_max_age_ms; /* a session's whole life */
 	uint64_t max_file_bytes;     /* one file through the files API */
 	bool policies_dir_given;     /* a missing dir is an error only if asked for */
+	char *public_url;            /* base of returned absolute URLs; NULL: from Host */
 } srd_config;
 
 /* Fill c from defaults, the config file and argv. Returns 0, 1 when
