@@ -70,9 +70,9 @@ cJSON *srd_arp_info_json(srd_session *ss)
 	return j;
 }
 
-cJSON *srd_arp_list_json(srd_ctx *ctx)
+cJSON *srd_arp_list_json(srd_ctx *ctx, const srd_tenant *tenant)
 {
-	cJSON *ids = srd_sessions_ids(ctx->sessions), *j = cJSON_CreateObject();
+	cJSON *ids = srd_sessions_ids(ctx->sessions, tenant), *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(ids));
 	cJSON_AddItemToObject(j, "active_sessions", ids);
 	return j;
@@ -95,8 +95,7 @@ void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *r
 
 void srd_handle_arp_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)req;
-	srd_respond_json(res, 200, srd_arp_list_json(ctx));
+	srd_respond_json(res, 200, srd_arp_list_json(ctx, req->peer->tenant));
 }
 
 void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -111,7 +110,7 @@ void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
 void srd_handle_arp_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	if (srd_session_end(ctx->sessions, req->params[0], &e)) {
+	if (srd_session_end(ctx->sessions, req->peer->tenant, req->params[0], &e)) {
 		srd_respond_error(res, &e);
 		return;
 	}
@@ -181,9 +180,11 @@ char *srd_arp_output(const sr_result *r)
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
 {
-	srd_run_opts o = {
-		.code = code, .code_len = strlen(code), .allow = allow, .n_allow = n_allow
-	};
+	srd_run_opts o = { .code = code,
+			   .code_len = strlen(code),
+			   .allow = allow,
+			   .n_allow = n_allow,
+			   .allow_field = "ignore_unsafe_functions" };
 	sr_result r;
 	if (srd_session_run(ctx, ss, &o, peer, &r, e))
 		return NULL;

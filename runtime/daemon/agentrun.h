@@ -16,8 +16,8 @@
 cJSON *srd_arp_created_json(srd_session *ss, const char *base);
 /* {session_id, source_path, artifact_path} */
 cJSON *srd_arp_info_json(srd_session *ss);
-/* {active_sessions, count} */
-cJSON *srd_arp_list_json(srd_ctx *ctx);
+/* {active_sessions, count}: tenant's own */
+cJSON *srd_arp_list_json(srd_ctx *ctx, const srd_tenant *tenant);
 /* {message: "Session ID closed successfully"} */
 cJSON *srd_arp_closed_json(const char *id);
 /* Run code in the session: {success, output}, the status stated in the

@@ -55,6 +55,8 @@ static const struct key keys[] = {
 	  "one file via the files API (64M)" },
 	{ "public_url", K_STRING, F(public_url), 0, 0,
 	  "base of the URLs AgentRunPlus routes return (default: from Host)" },
+	{ "tenants", K_STRING, F(tenants_file), 0, 0,
+	  "tenants file: clients, their quotas and ceilings" },
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 
@@ -350,7 +352,7 @@ void srd_config_free(srd_config *c)
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
 			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
-			  &c->public_url };
+			  &c->public_url,  &c->tenants_file };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

@@ -37,6 +37,7 @@ typedef struct srd_config {
 	uint64_t max_file_bytes;     /* one file through the files API */
 	bool policies_dir_given;     /* a missing dir is an error only if asked for */
 	char *public_url;            /* base of returned absolute URLs; NULL: from Host */
+	char *tenants_file;          /* NULL: one tenant, everyone (tenants.h) */
 } srd_config;
 
 /* Fill c from defaults, the config file and argv. Returns 0, 1 when

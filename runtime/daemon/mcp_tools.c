@@ -169,7 +169,7 @@ static srd_session *find_session(const tool_call *c, cJSON **fail)
 {
 	srd_ferr e = { 0 };
 	const char *id = arg_string(c, "session_id");
-	srd_session *ss = srd_session_find(c->ctx->sessions, id, &e);
+	srd_session *ss = srd_session_find(c->ctx->sessions, c->peer->tenant, id, &e);
 	if (!ss)
 		*fail = failure("Session %.64s not found", id);
 	return ss;
@@ -437,7 +437,7 @@ static cJSON *download_file(const tool_call *c, srd_ferr *e)
 static cJSON *list_sessions(const tool_call *c, srd_ferr *e)
 {
 	(void)e;
-	return object_result(srd_arp_list_json(c->ctx));
+	return object_result(srd_arp_list_json(c->ctx, c->peer->tenant));
 }
 
 static cJSON *get_session_info(const tool_call *c, srd_ferr *e)
@@ -457,7 +457,7 @@ static cJSON *close_session(const tool_call *c, srd_ferr *e)
 	(void)e;
 	srd_ferr why = { 0 };
 	const char *id = arg_string(c, "session_id");
-	if (srd_session_end(c->ctx->sessions, id, &why))
+	if (srd_session_end(c->ctx->sessions, c->peer->tenant, id, &why))
 		return failure("Session %.64s not found", id);
 	cJSON *j = srd_arp_closed_json(id);
 	cJSON_AddBoolToObject(j, "success", true);

@@ -122,7 +122,10 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 {
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
-	if (srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	if (srd_tenant_check_policy(peer->tenant, name, e) ||
+	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	    srd_tenant_check_allow(peer->tenant, p, o->allow_field ? o->allow_field : "allow",
+				   o->allow, o->n_allow, e) ||
 	    srd_run_opts_apply(o, p, name, e)) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
 		sr_policy_free(p);

@@ -151,14 +151,14 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 	for (char *p = x->path; *p; p++)
 		*p = *p < 0x20 || *p > 0x7e ? '?' : *p;
 	fill_peer(&x->peer, c, ep->l->is_unix);
-	if (ep->l->need_token) {
-		const char *auth =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		if (!srd_token_matches(ep->ctx->token, auth))
-			return send_error(x, c, 401, "%s",
-					  auth ? "the bearer token is wrong"
-					       : "missing \"Authorization: Bearer TOKEN\" header");
-	}
+	const char *auth =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned status;
+	const char *why;
+	x->peer.tenant = srd_tenants_identify(&ep->ctx->tenants, ep->ctx->token, &x->peer,
+					      ep->l->need_token, auth, &status, &why);
+	if (!x->peer.tenant)
+		return send_error(x, c, status, "%s", why);
 	/* Cut short, it would name another file or route. */
 	if (strlen(url) >= sizeof x->url)
 		return send_error(x, c, 414, "the path is over %s bytes", "2047");
