@@ -17,8 +17,8 @@ NOBODY = 65534
 UNKNOWN_ID = "0123456789abcdef"
 
 
-def tenants_daemon(make_daemon, tenants, *args, start=True, tcp=True):
-    d = make_daemon(*args, start=False, tcp=tcp)
+def tenants_daemon(make_daemon, tenants, *args, start=True, tcp=True, **kw):
+    d = make_daemon(*args, start=False, tcp=tcp, **kw)
     path = os.path.join(d.dir, "tenants.json")
     with open(path, "w") as f:
         f.write(tenants if isinstance(tenants, str) else json.dumps({"tenants": tenants}))
@@ -238,3 +238,65 @@ def test_without_a_tenants_file_everyone_is_one_tenant(make_daemon):
     assert [s["session_id"] for s in d.get("/v1/sessions").json()["sessions"]] == [sid]
     r = d.post("/v1/run", {"code": "print(eval('6*7'))", "allow": ["eval"]})
     assert r.status_code == 200 and r.json()["output"] == "42\n"  # no ceiling
+
+
+SUBPROCESS = {"code": "import subprocess; print(subprocess.run(['/bin/echo', 'escaped'], "
+                      "capture_output=True, text=True).stdout)",
+              "allow": ["SR101", "SR102", "SR201", "SR401", "subprocess", "subprocess.run"]}
+
+
+def test_a_request_cannot_relax_the_checker_beyond_the_ceiling(make_daemon):
+    d = two_tenants(make_daemon)
+    a = Tcp(d, TOKEN_A)
+    r = a("POST", "/v1/run", json=SUBPROCESS)
+    assert r.status_code == 400, r.text
+    assert r.json()["field"] == "allow[0]"
+    assert r.json()["error"].startswith(
+        'allow[0]: "SR101" is beyond tenant "a"\'s checker ceiling')
+    sid = a("POST", "/v1/sessions", json={}).json()["session_id"]
+    r = a("POST", f"/v1/sessions/{sid}/run", json=SUBPROCESS)
+    assert r.status_code == 400 and r.json()["field"] == "allow[0]"
+    arp = a("POST", "/sessions").json()["session_id"]
+    r = a("POST", f"/sessions/{arp}/execute",
+          json={"python_code": SUBPROCESS["code"], "ignore_unsafe_functions": ["subprocess.run"]})
+    assert r.status_code == 400
+    assert r.json()["detail"].startswith('ignore_unsafe_functions[0]: "subprocess.run" is beyond')
+    # within the default ceiling: a name that flags data-science code
+    r = a("POST", "/v1/run", json={"code": "g = globals()['__name__']; print(g)",
+                                   "allow": ["SR202"]})
+    assert r.status_code == 200 and r.json()["output"] == "__main__\n", r.text
+    assert not any("escaped" in json.dumps(l) for l in d.lines("run"))
+
+
+def test_the_mcp_tool_error_names_the_entry(make_daemon):
+    d = two_tenants(make_daemon)
+    m = McpClient(d, TOKEN_B)
+    res = m.tool("run_python", SUBPROCESS)
+    assert res["isError"] is True
+    assert res["content"][0]["text"].startswith(
+        'allow[0]: "SR101" is beyond tenant "b"\'s checker ceiling')
+    sid = m.tool("create_session", {})["structuredContent"]["session_id"]
+    res = m.tool("execute_code", {"session_id": sid, "code": SUBPROCESS["code"],
+                                  "ignore_unsafe_functions": ["subprocess"]})
+    assert res["structuredContent"]["success"] is False
+    assert res["structuredContent"]["error"].startswith(
+        'ignore_unsafe_functions[0]: "subprocess" is beyond')
+
+
+def test_a_tenant_s_own_ceiling_and_the_policy_s_allow_pass(make_daemon):
+    policy = {"filesystem": {"profile": "host"}, "checker": {"allow": ["exec"]}}
+    d = tenants_daemon(make_daemon, [{"name": "a", "uids": [0], "checker_ceiling": ["eval"]}],
+                       policies={"default": policy}, tcp=False)
+    assert d.run("print(eval('6*7'))", allow=["eval"])["output"] == "42\n"
+    assert d.run("exec('print(5)')", allow=["exec"])["output"] == "5\n"  # the policy's own
+    r = d.post("/v1/run", {"code": "print(1)", "allow": ["eval", "SR201"]})
+    assert r.status_code == 400 and r.json()["field"] == "allow[1]"
+
+
+def test_a_tenant_may_use_only_its_policies(make_daemon):
+    d = tenants_daemon(make_daemon, [{"name": "a", "uids": [0], "policies": ["host"]}], tcp=False)
+    assert d.run("print(1)", policy="host")["status"] == "ok"
+    r = d.post("/v1/run", {"code": "print(1)"})  # the default policy is not among its
+    assert r.status_code == 403 and r.json()["field"] == "policy"
+    assert r.json()["error"] == 'tenant "a" may not use policy "default"'
+    assert d.post("/v1/sessions", {"policy": "default"}).status_code == 403
