@@ -255,6 +255,20 @@ static int check_tenants(srd_ctx *ctx, const srd_config *cfg, const char *token,
 	return 0;
 }
 
+/* One class of the run gate per tenant, its quotas the class's caps.
+ * Without a tenants file the gate stays one FIFO, as before tenants. */
+static int gate_tenants(srd_gate *g, const srd_tenants *ts)
+{
+	if (!ts->from_file)
+		return 0;
+	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX];
+	for (size_t i = 0; i < ts->n; i++) {
+		running[i] = (unsigned)ts->t[i].max_runs;
+		waiting[i] = (unsigned)ts->t[i].queue_depth;
+	}
+	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting);
+}
+
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
 {
 	if (geteuid() != 0)
@@ -274,6 +288,7 @@ static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t 
 	    check_tenants(ctx, cfg, *token, msg, size))
 		return -1;
 	if (srd_gate_init(&ctx->gate, (unsigned)cfg->max_runs, (unsigned)cfg->queue_depth) ||
+	    gate_tenants(&ctx->gate, &ctx->tenants) ||
 	    srd_metrics_init(&ctx->metrics) || install_signals())
 		return snprintf(msg, size, "start-up: %s", strerror(errno)), -1;
 	ctx->cfg = cfg;

@@ -525,7 +525,7 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 			       .n_allow = o->n_allow };
 	sr_error err = { 0 };
 	rc = run_in_kernel(ctx, ss, &req, res, &err);
-	srd_gate_leave(&ctx->gate);
+	srd_run_leave_gate(ctx, peer);
 	if (rc < 0) {
 		srd_run_refused(&err, e);
 		goto out;

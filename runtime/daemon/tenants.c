@@ -444,6 +444,9 @@ const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global
 				       const char *authorization, unsigned *status, const char **why)
 {
 	*status = 401;
+	*why = "no tenants are loaded";
+	if (!ts->n)
+		return NULL;
 	if (need_token) {
 		const char *given = authorization && strncasecmp(authorization, "Bearer ", 7) == 0
 					? authorization + 7

@@ -11,6 +11,8 @@ import sys
 import pytest
 import requests
 
+from conftest import wait_for
+
 TOKEN_A = "tenant-a-token-0123456789abcdef"
 TOKEN_B = "tenant-b-token-0123456789abcdef"
 NOBODY = 65534
@@ -300,3 +302,52 @@ def test_a_tenant_may_use_only_its_policies(make_daemon):
     assert r.status_code == 403 and r.json()["field"] == "policy"
     assert r.json()["error"] == 'tenant "a" may not use policy "default"'
     assert d.post("/v1/sessions", {"policy": "default"}).status_code == 403
+
+
+def in_threads(calls):
+    """Start each call in a thread; join() waits for them all."""
+    import threading
+    threads = [threading.Thread(target=c, daemon=True) for c in calls]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def health(d):
+    return Tcp(d, TOKEN_A)("GET", "/v1/health").json()
+
+
+def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon):
+    d = tenants_daemon(make_daemon, [
+        {"name": "a", "tokens": [TOKEN_A], "quotas": {"max_concurrent_runs": 1, "queue_depth": 0}},
+        {"name": "b", "tokens": [TOKEN_B]}], "--max-runs", "2")
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(4)"})])
+    assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
+    r = a("POST", "/v1/run", json={"code": "print(1)"})
+    assert r.status_code == 429 and r.headers["Retry-After"] == "1"
+    assert r.json()["error"].startswith(
+        'tenant "a" has 1 runs running and 0 waiting (its max_concurrent_runs and queue_depth')
+    r = b("POST", "/v1/run", json={"code": "print(2)"})  # the daemon's other slot is b's
+    assert r.status_code == 200 and r.json()["output"] == "2\n"
+    for t in threads:
+        t.join(timeout=120)
+
+
+def test_run_slots_go_to_the_tenants_in_turn(make_daemon):
+    """One slot: a's first run holds it while four more of a's wait; b's run,
+    queued after them, gets the slot next instead of last."""
+    d = two_tenants(make_daemon, "--max-runs", "1")
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(2)"})])
+    assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
+    threads += in_threads([lambda: a("POST", "/v1/run", json={"code": "print('a')"})
+                           for _ in range(4)])
+    assert wait_for(lambda: health(d)["queue_depth"] == 4, timeout=60)
+    assert health(d)["runs_in_flight"] == 1  # the first still runs: the queue is set
+    r = b("POST", "/v1/run", json={"code": "print('b')"})
+    assert r.status_code == 200
+    for t in threads:
+        t.join(timeout=120)
+    order = [l["peer"]["tenant"] for l in d.lines("run")]
+    assert order == ["a", "b", "a", "a", "a", "a"], order
