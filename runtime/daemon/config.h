@@ -29,6 +29,7 @@ typedef struct srd_config {
 	uint64_t queue_depth;
 	uint64_t max_body_bytes;
 	uint64_t max_connections;
+	uint64_t max_pending_connections; /* TCP, not yet authenticated, per listener */
 	uint64_t shutdown_grace_ms;
 	char *workspaces_dir;        /* sessions' working dirs (one tmpfs each) */
 	uint64_t max_sessions;       /* open at once */
