@@ -236,6 +236,52 @@ static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg,
 	return 0;
 }
 
+/* With a tenants file, every client is one of its tenants: no token
+ * outside it, no TCP without one, no policy it names missing. */
+static int check_tenants(srd_ctx *ctx, const srd_config *cfg, const char *token, char *msg,
+			 size_t size)
+{
+	const srd_tenants *ts = &ctx->tenants;
+	if (!ts->from_file)
+		return 0;
+	if (token)
+		return snprintf(msg, size,
+				"token_file / SAFERUND_TOKEN: with a tenants file (%s) TCP tokens "
+				"are the tenants' own; move this token into a tenant's \"tokens\"",
+				cfg->tenants_file),
+		       -1;
+	if (cfg->insecure_no_token)
+		return snprintf(msg, size,
+				"insecure_no_token: a client without a token would be no tenant "
+				"(tenants file %s)",
+				cfg->tenants_file),
+		       -1;
+	for (size_t i = 0; i < ts->n; i++)
+		for (size_t j = 0; j < ts->t[i].n_policies; j++)
+			if (!srd_policies_has(ctx->policies, ts->t[i].policies[j]))
+				return snprintf(msg, size,
+						"tenants %s: tenants[%zu].policies[%zu]: no policy "
+						"\"%s\" in %s",
+						cfg->tenants_file, i, j, ts->t[i].policies[j],
+						cfg->policies_dir),
+				       -1;
+	return 0;
+}
+
+/* One class of the run gate per tenant, its quotas the class's caps.
+ * Without a tenants file the gate stays one FIFO, as before tenants. */
+static int gate_tenants(srd_gate *g, const srd_tenants *ts)
+{
+	if (!ts->from_file)
+		return 0;
+	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX];
+	for (size_t i = 0; i < ts->n; i++) {
+		running[i] = (unsigned)ts->t[i].max_runs;
+		waiting[i] = (unsigned)ts->t[i].queue_depth;
+	}
+	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting);
+}
+
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
 {
 	if (geteuid() != 0)
@@ -251,7 +297,11 @@ static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t 
 		return snprintf(msg, size, "default_policy: no policy \"%s\" in %s",
 				cfg->default_policy, cfg->policies_dir),
 		       -1;
+	if (srd_tenants_load(cfg, &ctx->tenants, msg, size) ||
+	    check_tenants(ctx, cfg, *token, msg, size))
+		return -1;
 	if (srd_gate_init(&ctx->gate, (unsigned)cfg->max_runs, (unsigned)cfg->queue_depth) ||
+	    gate_tenants(&ctx->gate, &ctx->tenants) ||
 	    srd_metrics_init(&ctx->metrics) || install_signals())
 		return snprintf(msg, size, "start-up: %s", strerror(errno)), -1;
 	ctx->cfg = cfg;
@@ -277,12 +327,15 @@ int main(int argc, char **argv)
 		/* no token, no listeners: stdin/stdout is the one client */
 		free(cfg.token_file);
 		cfg.token_file = NULL;
+		free(cfg.tenants_file); /* one client: the default tenant */
+		cfg.tenants_file = NULL;
 		rc = start(&ctx, &cfg, &token, msg, sizeof msg);
 		rc = rc ? rc : serve_stdio(&ctx, &cfg, dir_given, msg, sizeof msg);
 	} else if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
 		/* Listeners first: a live instance on our socket stops us before
 		 * the clean-up could end its runs. */
-		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
+		n = srd_listen_open(&cfg, token || srd_tenants_have_tokens(&ctx.tenants), ls, msg,
+				    sizeof msg);
 		if (n > 0)
 			cleanup_stale("start-up");
 		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
@@ -308,6 +361,7 @@ int main(int argc, char **argv)
 	srd_sessions_close(ctx.sessions);
 	srd_mcp_close(ctx.mcp);
 	srd_policies_close(ctx.policies);
+	srd_tenants_free(&ctx.tenants);
 	if (ctx.cfg) {
 		srd_gate_destroy(&ctx.gate);
 		srd_metrics_destroy(&ctx.metrics);

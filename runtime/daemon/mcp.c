@@ -209,6 +209,7 @@ struct mcp_session {
 	char id[64]; /* [NODE-]32 hex (node.h) */
 	char version[16];
 	uint64_t used_ms;
+	const struct srd_tenant *tenant; /* the client's: only it may use the id */
 };
 
 struct srd_mcp {
@@ -245,7 +246,8 @@ static void drop_locked(srd_mcp *m, size_t i)
 
 /* In a fleet the id starts with the node's: the router sends the
  * session's requests (its Mcp-Session-Id header) to this node. */
-static int session_new(srd_mcp *m, const char *node, const char *version, char id[64])
+static int session_new(srd_mcp *m, const char *node, const char *version,
+		       const struct srd_tenant *tenant, char id[64])
 {
 	if (srd_node_new_id(node, 16, id, 64) < 0)
 		return -1;
@@ -261,12 +263,13 @@ static int session_new(srd_mcp *m, const char *node, const char *version, char i
 	snprintf(s->id, sizeof s->id, "%s", id);
 	snprintf(s->version, sizeof s->version, "%s", version);
 	s->used_ms = srd_now_ms();
+	s->tenant = tenant;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
-/* Find (and touch) id; remove it too when end. Expired ones go. */
-static bool session_use(srd_mcp *m, const char *id, bool end)
+/* Find (and touch) tenant's id; remove it too when end. Expired ones go. */
+static bool session_use(srd_mcp *m, const char *id, const struct srd_tenant *tenant, bool end)
 {
 	uint64_t now = srd_now_ms();
 	bool found = false;
@@ -276,7 +279,7 @@ static bool session_use(srd_mcp *m, const char *id, bool end)
 			drop_locked(m, i);
 			continue;
 		}
-		if (strcmp(m->s[i].id, id) == 0) {
+		if (strcmp(m->s[i].id, id) == 0 && m->s[i].tenant == tenant) {
 			found = true;
 			m->s[i].used_ms = now;
 			if (end) {
@@ -376,7 +379,7 @@ static int check_request(srd_ctx *ctx, const srd_request *req, srd_response *res
 		return -1;
 	}
 	srd_ferr other = { 0 };
-	if (!session_use(ctx->mcp, sid, end)) {
+	if (!session_use(ctx->mcp, sid, req->peer->tenant, end)) {
 		refuse_http(res, 404, SRD_RPC_SESSION_NOT_FOUND,
 			    srd_node_not_ours(ctx->cfg->node_id, "MCP session", sid, &other)
 				? other.msg
@@ -421,8 +424,8 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 	} else if (check_request(ctx, req, res, !init, false) == 0) {
 		srd_mcp_dispatch(ctx, msg, req->peer, &out);
 		char id[64];
-		if (out.initialize &&
-		    session_new(ctx->mcp, ctx->cfg->node_id, out.version, id) == 0)
+		if (out.initialize && session_new(ctx->mcp, ctx->cfg->node_id, out.version,
+						  req->peer->tenant, id) == 0)
 			srd_respond_header(res, "Mcp-Session-Id", id);
 		else if (out.initialize) {
 			cJSON_Delete(out.body);
