@@ -447,14 +447,26 @@ int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error
 /* Write data to a fresh temp file in dir, then rename it over name: a
  * reader sees the old or the new content, and a full workspace leaves
  * nothing behind. -errno on failure. */
-static int replace_file(int dir, const char *name, const void *data, size_t size)
+/* What is at name may be replaced: nothing, or not a dir (rename would
+ * refuse one only after the whole write) and not a symlink (-ELOOP, as one
+ * on the way: the code's link is not the client's file to replace). */
+static int check_target(int dir, const char *name)
 {
 	struct stat st;
+	int fd = ws_open(dir, name, O_PATH, 0); /* RESOLVE_NO_SYMLINKS: a link is ELOOP */
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int rc = fstat(fd, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	close(fd);
+	return rc;
+}
+
+static int replace_file(int dir, const char *name, const void *data, size_t size)
+{
 	char tmp[40] = ".sr-write-";
-	/* rename would refuse a dir too, but only after the whole write. */
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
-	int rc = sr_random_hex(tmp + strlen(tmp), 8);
+	int rc = check_target(dir, name);
+	if (rc == 0)
+		rc = sr_random_hex(tmp + strlen(tmp), 8);
 	if (rc < 0)
 		return rc;
 	int fd = ws_open(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
@@ -471,7 +483,7 @@ static int replace_file(int dir, const char *name, const void *data, size_t size
 	}
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
-	/* Not a symlink at name followed either: rename replaces the link. */
+	/* A symlink swapped in since check_target is replaced, never followed. */
 	if (rc == 0 && renameat(dir, tmp, dir, name) < 0)
 		rc = -errno;
 	if (rc < 0)
