@@ -474,7 +474,9 @@ int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err);
  * code after another in the same namespace (variables, imports and
  * functions persist, like a notebook kernel). The cgroup limits (memory,
  * pids, CPU share) hold for its whole life; the wall-clock limit and the
- * output caps hold for each run. A run that ends the interpreter
+ * output caps hold for each run. Between runs its cgroup is frozen: what
+ * the code left running (a thread, a child) gets no CPU until the next
+ * sr_kernel_run thaws it. A run that ends the interpreter
  * (timeout, oom, output_limit, killed, rejected at run time) leaves the
  * kernel dead: sr_kernel_alive() says so and the caller starts another. */
 typedef struct sr_kernel sr_kernel;
