@@ -596,9 +596,10 @@ int sr_cgroup_freeze(sr_cgroup *cg, bool frozen, sr_error *err)
 	if (!cg->dir[knob[v].role])
 		return sr_refuse(err, ENOENT, "sandbox cgroup has no %s", knob[v].file);
 	snprintf(path, sizeof path, "%s/%s", cg->dir[knob[v].role], knob[v].file);
-	int rc = sr_write_file(path, frozen ? knob[v].on : knob[v].off);
+	const char *value = frozen ? knob[v].on : knob[v].off;
+	int rc = sr_write_file(path, value);
 	if (rc < 0)
-		return sr_fail(err, -rc, "write %s \"%s\"", path, frozen ? knob[v].on : knob[v].off);
+		return sr_fail(err, -rc, "write %s \"%s\"", path, value);
 	return 0;
 }
 
