@@ -329,7 +329,7 @@ out:
 /* [{name, size_bytes}] of the regular files under dir, names relative to it. */
 static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, srd_ferr *e)
 {
-	cJSON *all = srd_session_listing(ss, dir, e), *f;
+	cJSON *all = srd_session_listing(ss, dir, NULL, e), *f;
 	if (!all)
 		return NULL;
 	cJSON *out = cJSON_CreateArray();

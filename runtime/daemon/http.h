@@ -53,8 +53,9 @@ typedef struct srd_request {
 	char params[SRD_MAX_PARAMS][128];
 	size_t n_params;
 	/* a trailing {name*}: the rest of the path, slashes and all ("" if
-	 * the pattern has none); longer than rest holds: no match */
-	char rest[1100];
+	 * the pattern has none); as long as the server's longest path, so a
+	 * long one reaches the handler to be refused with its reason */
+	char rest[2048];
 	/* multipart/form-data bodies, parsed by the server before routing */
 	srd_part parts[SRD_MAX_PARTS];
 	size_t n_parts;

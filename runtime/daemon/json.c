@@ -45,7 +45,26 @@ static bool has_nul_escape(const char *s, size_t len)
 	return false;
 }
 
-static int nul_checks(const char *text, size_t len, srd_ferr *e)
+/* The offset of the first raw control character inside a string, or -1.
+ * JSON wants them escaped; cJSON takes them as they are (and treats any
+ * byte up to ' ' as blank between values), so code or a name could carry
+ * one its sender never saw. */
+static long raw_control(const char *s, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 && (in_string || (c != '\t' && c != '\r' && c != '\n')))
+			return (long)i;
+		if (in_string && c == '\\')
+			i++; /* an escape's next byte is never the string's end */
+		else if (c == '"')
+			in_string = !in_string;
+	}
+	return -1;
+}
+
+static int text_checks(const char *text, size_t len, srd_ferr *e)
 {
 	if (memchr(text, '\0', len))
 		return srd_fail(e, 400, NULL,
@@ -54,12 +73,18 @@ static int nul_checks(const char *text, size_t len, srd_ferr *e)
 		return srd_fail(e, 400, NULL,
 				"a string in the body contains \\u0000; NUL characters are not "
 				"supported (send binary data base64-encoded)");
+	long at = raw_control(text, len);
+	if (at >= 0)
+		return srd_fail(e, 400, NULL,
+				"the request body has a raw control character (0x%02x) at byte "
+				"%ld; JSON strings must escape it (\\u%04x, \\n, \\t)",
+				(unsigned char)text[at], at, (unsigned char)text[at]);
 	return 0;
 }
 
 int srd_json_text_check(const char *text, size_t len, srd_ferr *e)
 {
-	if (nul_checks(text, len, e))
+	if (text_checks(text, len, e))
 		return -1;
 	if (!sr_utf8_valid(text, len))
 		return srd_fail(e, 400, NULL,
@@ -90,7 +115,7 @@ int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e
 	*out = NULL;
 	if (!text || len == 0)
 		return srd_fail(e, 400, NULL, "the request body is empty; send a JSON object");
-	if (nul_checks(text, len, e))
+	if (text_checks(text, len, e))
 		return -1;
 	const char *end = NULL;
 	cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);

@@ -275,10 +275,18 @@ static cJSON *check_python(const tool_call *c, srd_ferr *e)
 				 .n_allow = n_allow };
 	sr_check_result res = { 0 };
 	sr_error err = { 0 };
+	srd_ferr busy = { 0 };
+	/* The checker's child is checker work like a run's: it takes a slot. */
+	if (srd_run_enter_gate(c->ctx, c->peer, &busy) != SRD_GATE_OK) {
+		sr_policy_free(p);
+		free(allow);
+		return text_result(busy.msg, true);
+	}
 	sigset_t old;
 	srd_unmask_signals(&old); /* the confined checker is a child */
 	int rc = sr_check(&req, &res, &err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	srd_run_leave_gate(c->ctx, c->peer);
 	sr_policy_free(p);
 	free(allow);
 	if (rc < 0)

@@ -135,6 +135,14 @@ void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
 			 strstr(allow, "GET") ? ", HEAD" : "");
 		return;
 	}
+	/* A capture ({id}) may be too long to match: say what is wrong. */
+	if (strlen(req->path) > SR_WORKSPACE_PATH_MAX) {
+		srd_fail(&e, 414, "path",
+			 "the request path is %zu bytes; no route takes one over %d bytes",
+			 strlen(req->path), SR_WORKSPACE_PATH_MAX);
+		srd_respond_error(res, &e);
+		return;
+	}
 	srd_fail(&e, 404, NULL, "no route %s %s (see GET /v1/openapi.json)", req->method,
 		 req->path);
 	srd_respond_error(res, &e);

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +51,14 @@ struct exchange {
 	srd_peer peer;
 	char *body;
 	size_t len, cap, received;
-	bool too_large, answered;
+	bool begun, too_large, answered;
+	bool nul_in_path; /* the path as sent has a %00 (cut there once decoded) */
 	unsigned status;
 	size_t bytes_out;
 	uint64_t start_ms;
 	/* url: decoded as sent, for routing; path: printable, for the log */
 	char method[16], url[2048], path[2048], error_field[128];
+	char raw_path[2048]; /* as sent, printable: for the message about a %00 */
 };
 
 static void fill_peer(srd_peer *p, struct MHD_Connection *c, bool is_unix)
@@ -142,6 +146,21 @@ static enum MHD_Result send_error(struct exchange *x, struct MHD_Connection *c, 
 	return send_response(x, c, &res);
 }
 
+/* A 400 naming the path as it was sent: decoded, a %00 would end it early
+ * and the prefix would name another file or route. */
+static enum MHD_Result send_path_error(struct exchange *x, struct MHD_Connection *c,
+				       const char *raw)
+{
+	srd_ferr e = { 0 };
+	srd_fail(&e, 400, "path",
+		 "the request path \"%s\" holds an encoded NUL (%%00); no path may hold a NUL "
+		 "byte",
+		 raw);
+	srd_response res = { 0 };
+	srd_respond_error(&res, &e);
+	return send_response(x, c, &res);
+}
+
 static enum MHD_Result refuse_too_large(struct exchange *x, struct MHD_Connection *c)
 {
 	char cap[32];
@@ -216,14 +235,11 @@ static void authenticated(struct endpoint *ep, struct MHD_Connection *c)
 }
 
 /* First call for a request: headers only. Refuse early what can be. */
-static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, const char *url,
-			     const char *method, void **state)
+static enum MHD_Result begin(struct exchange *x, struct MHD_Connection *c, const char *url,
+			     const char *method)
 {
-	struct exchange *x = calloc(1, sizeof *x);
-	if (!x)
-		return MHD_NO;
-	*state = x;
-	x->ep = ep;
+	struct endpoint *ep = x->ep;
+	x->begun = true;
 	atomic_fetch_add(&ep->ctx->requests_active, 1);
 	x->start_ms = srd_now_ms();
 	snprintf(x->method, sizeof x->method, "%s", method);
@@ -255,8 +271,7 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 }
 
 /* Body bytes: keep them up to the cap. Past it (a chunked body has no
- * Content-Length to refuse early) drop the rest and answer 413 when it has
- * arrived: MHD cannot queue a response in the middle of an upload. */
+ * Content-Length to refuse early) drop them: refuse_mid_upload answers. */
 static void receive(struct exchange *x, const char *data, size_t size)
 {
 	x->received += size;
@@ -394,6 +409,10 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 {
 	if (x->too_large)
 		return refuse_too_large(x, c);
+	/* After the body (a client still sending it would see the connection
+	 * reset instead of the answer). */
+	if (x->nul_in_path)
+		return send_path_error(x, c, x->raw_path);
 	srd_request req = {
 		.method = strcmp(x->method, "HEAD") == 0 ? "GET" : x->method,
 		.path = x->path,
@@ -416,19 +435,114 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 	return send_response(x, c, &res);
 }
 
+/* MHD hands the URI over as sent, before it decodes it: the one place a
+ * %00 shows (decoded, it cuts the path short). The exchange starts here. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)c;
+	struct exchange *x = calloc(1, sizeof *x);
+	if (!x)
+		return NULL; /* on_request closes the connection */
+	x->ep = cls;
+	size_t n = strcspn(uri, "?"), i;
+	for (i = 0; i + 2 < n && !x->nul_in_path; i++)
+		x->nul_in_path = uri[i] == '%' && uri[i + 1] == '0' && uri[i + 2] == '0';
+	for (i = 0; i < n && i + 1 < sizeof x->raw_path; i++)
+		x->raw_path[i] = uri[i] < 0x20 || uri[i] > 0x7e ? '?' : uri[i];
+	x->raw_path[i] = '\0';
+	return x;
+}
+
+/* Everything on the socket, waiting at most 5 s for room each time. */
+static bool write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			if (poll(&pf, 1, 5000) <= 0)
+				return false;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Read and drop what the client still sends until it closes, for at most
+ * DRAIN_MS and DRAIN_BYTES: closed with unread data, the socket would be
+ * reset and the client could lose the answer before reading it. */
+#define DRAIN_MS    5000
+#define DRAIN_BYTES (4u << 20)
+static void drain(int fd)
+{
+	char buf[16384];
+	size_t total = 0;
+	uint64_t end = srd_now_ms() + DRAIN_MS;
+	for (uint64_t now; total < DRAIN_BYTES && (now = srd_now_ms()) < end;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, (int)(end - now)) <= 0)
+			return;
+		ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return;
+		total += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* A body that has just gone over the cap, while it streams in. MHD 0.9.75
+ * queues a response only before the body or after all of it
+ * (MHD_queue_response), so the 413 is written on the socket here and the
+ * connection closes (MHD_NO); nothing of MHD's is in flight on it yet. */
+static enum MHD_Result refuse_mid_upload(struct exchange *x)
+{
+	char cap[32], head[192];
+	srd_ferr e = { 0 };
+	snprintf(cap, sizeof cap, "%llu", (unsigned long long)x->ep->ctx->cfg->max_body_bytes);
+	srd_fail(&e, 413, NULL, "the request body is over the %s byte cap (max_body_size)", cap);
+	cJSON *doc = srd_ferr_json(&e);
+	char *body = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	x->answered = true;
+	x->status = 413;
+	if (!body || x->peer.fd < 0) {
+		free(body);
+		return MHD_NO;
+	}
+	size_t len = strlen(body);
+	int n = snprintf(head, sizeof head,
+			 "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+			 len);
+	if (write_all(x->peer.fd, head, (size_t)n) && write_all(x->peer.fd, body, len)) {
+		x->bytes_out = len;
+		shutdown(x->peer.fd, SHUT_WR);
+		drain(x->peer.fd);
+	}
+	free(body);
+	return MHD_NO;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *size, void **state)
 {
+	(void)cls;
 	(void)version;
 	struct exchange *x = *state;
 	if (!x)
-		return begin(cls, c, url, method, state);
+		return MHD_NO;
+	if (!x->begun)
+		return begin(x, c, url, method);
 	if (*size) {
 		receive(x, data, *size);
 		*size = 0;
-		/* Far past the cap it is not worth reading on: close. */
-		return x->received / 4 > x->ep->ctx->cfg->max_body_bytes ? MHD_NO : MHD_YES;
+		return x->too_large && !x->answered ? refuse_mid_upload(x) : MHD_YES;
 	}
 	return x->answered ? MHD_YES : dispatch(x, c);
 }
@@ -439,8 +553,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 	(void)c;
 	struct endpoint *ep = cls;
 	struct exchange *x = *state;
+	*state = NULL;
 	if (!x)
 		return;
+	if (!x->begun) { /* it ended before its headers did: nothing to log */
+		free(x);
+		return;
+	}
 	srd_metrics_request(&ep->ctx->metrics, x->status);
 	cJSON *line = cJSON_CreateObject();
 	cJSON_AddStringToObject(line, "method", x->method);
@@ -459,7 +578,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 	atomic_fetch_sub(&ep->ctx->requests_active, 1);
 	free(x->body);
 	free(x);
-	*state = NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -485,10 +603,11 @@ int srd_server_start(srd_ctx *ctx, srd_listener *ls, int n, srd_server **out, ch
 		pthread_mutex_init(&ep->lock, NULL);
 		ep->mhd = MHD_start_daemon(
 		    flags, 0, NULL, NULL, on_request, ep, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-		    NULL, MHD_OPTION_LISTEN_SOCKET, ls[i].fd, MHD_OPTION_NOTIFY_COMPLETED,
-		    on_completed, ep, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
-		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctx->cfg->max_connections,
-		    MHD_OPTION_NOTIFY_CONNECTION, on_connection, ep, MHD_OPTION_END);
+		    NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, ep, MHD_OPTION_LISTEN_SOCKET,
+		    ls[i].fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, ep,
+		    MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+		    (unsigned)ctx->cfg->max_connections, MHD_OPTION_NOTIFY_CONNECTION,
+		    on_connection, ep, MHD_OPTION_END);
 		if (!ep->mhd) {
 			snprintf(msg, size, "start the HTTP server on %s", ls[i].name);
 			srd_server_stop(s);

@@ -8,7 +8,9 @@
 #include "sessions.h"
 
 /* The workspace paths the API shows: relative to the working dir. */
-#define MAX_LIST 10000
+#define MAX_LIST      10000
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x)  STRINGIFY_(x)
 
 /* An empty body is {}: a session with the default policy. */
 static int parse_body(const srd_request *req, srd_opts_kind kind, cJSON **doc, srd_run_opts *o,
@@ -128,17 +130,36 @@ static const char *type_name(char t)
 	return t == 'f' ? "file" : t == 'd' ? "dir" : t == 'l' ? "symlink" : "other";
 }
 
-/* Everything under dir ("" for all) as [{path, size, type}]. */
-cJSON *srd_session_listing(srd_session *ss, const char *dir, srd_ferr *e)
+static const char *cut_reason(sr_list_cut cut)
+{
+	switch (cut) {
+	case SR_LIST_CUT_ENTRIES:
+		return "more than " STRINGIFY(MAX_LIST) " entries: the listing stopped there";
+	case SR_LIST_CUT_BYTES:
+		return "the paths passed the listing's 4 MiB memory cap (long names or a deep "
+		       "tree): the listing stopped there";
+	case SR_LIST_CUT_DEPTH: return "dirs nested deeper than 128 levels were left out";
+	default: return NULL;
+	}
+}
+
+/* Everything under dir ("" for all) as [{path, size, type}], bounded in
+ * entries and bytes: *truncated (if not NULL) says why it stopped short,
+ * or is NULL. */
+cJSON *srd_session_listing(srd_session *ss, const char *dir, const char **truncated, srd_ferr *e)
 {
 	sr_workspace_entry *ent;
 	size_t n;
+	sr_list_cut cut;
 	sr_error err = { 0 };
 	srd_session_touch(ss);
-	if (sr_workspace_list(srd_session_workspace(ss), dir, MAX_LIST, &ent, &n, &err)) {
+	if (sr_workspace_list_partial(srd_session_workspace(ss), dir, MAX_LIST,
+				      SR_WORKSPACE_LIST_MAX_BYTES, &ent, &n, &cut, &err)) {
 		srd_session_file_error(&err, "path", e);
 		return NULL;
 	}
+	if (truncated)
+		*truncated = cut_reason(cut);
 	cJSON *files = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
 		cJSON *f = cJSON_CreateObject();
@@ -157,12 +178,17 @@ void srd_handle_files_list(srd_ctx *ctx, const srd_request *req, srd_response *r
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	cJSON *files = srd_session_listing(ss, "", &e);
+	const char *truncated = NULL;
+	cJSON *files = srd_session_listing(ss, "", &truncated, &e);
 	if (files) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
 		cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
 		cJSON_AddItemToObject(j, "files", files);
+		if (truncated) {
+			cJSON_AddBoolToObject(j, "truncated", true);
+			cJSON_AddStringToObject(j, "truncated_reason", truncated);
+		}
 		srd_respond_json(res, 200, j);
 	} else {
 		srd_respond_error(res, &e);

@@ -303,8 +303,9 @@ static srd_session *new_session(srd_ctx *ctx, sr_policy *p, const char *name, sr
 }
 
 /* The session's requirements, once, for all its runs: the layer lives
- * with the session. */
-static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, srd_ferr *e)
+ * with the session. pip runs in a sandbox: it takes a run slot. */
+static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o,
+				const srd_peer *peer, srd_ferr *e)
 {
 	if (!o->n_requirements)
 		return 0;
@@ -316,10 +317,13 @@ static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opt
 	memset(r, 0, sizeof *r);
 	snprintf(r->id, sizeof r->id, "ss-%s", ss->id);
 	sr_error err = { 0 };
+	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
+		return -1;
 	sigset_t old;
 	srd_unmask_signals(&old);
 	int rc = sr_deps_prepare(&req, r, &ss->layer, &err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	srd_run_leave_gate(ctx, peer);
 	if (rc < 0)
 		return srd_run_refused(&err, e);
 	if (r->status != SR_STATUS_OK)
@@ -395,7 +399,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	srd_session *ss = new_session(ctx, p, name, e);
 	if (!ss) {
 		sr_policy_free(p);
-	} else if (write_files(ss, o, e) || install_requirements(ctx, ss, o, e)) {
+	} else if (write_files(ss, o, e) || install_requirements(ctx, ss, o, peer, e)) {
 		destroy(ss); /* frees p too */
 		ss = NULL;
 	}
@@ -494,7 +498,13 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 		    sr_result *res, srd_ferr *e)
 {
 	uint64_t t0 = srd_now_ms();
+	/* The slot first: a request waiting for the session's lock holds one,
+	 * so what waits on a session counts in max_concurrent_runs (and the
+	 * queue) like any run. Always in this order: no lock-order cycle. */
+	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
+		return -1;
 	pthread_mutex_lock(&ss->run_lock);
+	uint64_t t1 = srd_now_ms();
 	int rc = -1;
 	if (ss->ended) {
 		srd_fail(e, 404, NULL, "Session %s was closed", ss->id);
@@ -511,9 +521,8 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 		lowered.limits.wall_ms = o->timeout_ms;
 	if (srd_tenant_check_allow(ss->tenant, ss->policy, o->allow_field ? o->allow_field : "allow",
 				   o->allow, o->n_allow, e) ||
-	    write_files(ss, o, e) || srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
+	    write_files(ss, o, e))
 		goto out;
-	uint64_t t1 = srd_now_ms();
 	sr_run_request req = { .policy = &lowered,
 			       .code = o->code,
 			       .code_size = o->code_len,
@@ -523,7 +532,6 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 			       .n_allow = o->n_allow };
 	sr_error err = { 0 };
 	rc = run_in_kernel(ctx, ss, &req, res, &err);
-	srd_run_leave_gate(ctx, peer);
 	if (rc < 0) {
 		srd_run_refused(&err, e);
 		goto out;
@@ -534,6 +542,7 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 out:
 	ss->used_ms = srd_now_ms();
 	pthread_mutex_unlock(&ss->run_lock);
+	srd_run_leave_gate(ctx, peer);
 	return rc;
 }
 

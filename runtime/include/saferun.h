@@ -311,7 +311,8 @@ typedef struct sr_result {
 	size_t n_findings;
 	sr_artifact *artifacts; /* sorted by name */
 	size_t n_artifacts;
-	bool artifacts_truncated; /* more than SR_ARTIFACTS_MAX files */
+	bool artifacts_truncated; /* not every file is listed: */
+	const char *artifacts_truncated_reason; /* why (static text), when truncated */
 	sr_net_report net;        /* egress runs: address and refused attempts */
 	struct sr_deps_result {
 		char **installed; /* "name==version" in the layer, sorted */
@@ -431,10 +432,33 @@ typedef struct sr_workspace_entry {
 	uint64_t mtime_ns; /* last modified, CLOCK_REALTIME */
 } sr_workspace_entry;
 
+/* The memory a listing may hold: its entries, their paths and the names of
+ * the dirs it is walking. Each path holds every dir above it, so without a
+ * cap in bytes a deep tree of long names costs depth x 256 bytes an entry. */
+#define SR_WORKSPACE_LIST_MAX_BYTES (4u << 20)
+
 /* Everything below dir ("" for the root), depth first, sorted by path;
- * symlinks are listed, never followed. At most max_entries (E2BIG past). */
+ * symlinks are listed, never followed. At most max_entries and
+ * SR_WORKSPACE_LIST_MAX_BYTES (E2BIG past either); deeper than 128 levels:
+ * ELOOP. */
 int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
 		      sr_workspace_entry **out, size_t *n, sr_error *err);
+
+/* Why a partial listing stopped short. */
+typedef enum sr_list_cut {
+	SR_LIST_WHOLE,       /* it did not: everything is listed */
+	SR_LIST_CUT_ENTRIES, /* max_entries reached */
+	SR_LIST_CUT_BYTES,   /* max_bytes reached */
+	SR_LIST_CUT_DEPTH,   /* dirs nested deeper than 128 levels left out */
+} sr_list_cut;
+
+/* sr_workspace_list that returns what it has instead of failing at a cap:
+ * max_entries, max_bytes (as SR_WORKSPACE_LIST_MAX_BYTES counts them) or
+ * the depth; *cut says which. A dir whose names would pass a cap is listed
+ * without what is in it. */
+int sr_workspace_list_partial(const sr_workspace *ws, const char *dir, size_t max_entries,
+			      size_t max_bytes, sr_workspace_entry **out, size_t *n,
+			      sr_list_cut *cut, sr_error *err);
 void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
 /* Bytes used and the cap. */
 int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error *err);
@@ -450,7 +474,9 @@ int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err);
  * code after another in the same namespace (variables, imports and
  * functions persist, like a notebook kernel). The cgroup limits (memory,
  * pids, CPU share) hold for its whole life; the wall-clock limit and the
- * output caps hold for each run. A run that ends the interpreter
+ * output caps hold for each run. Between runs its cgroup is frozen: what
+ * the code left running (a thread, a child) gets no CPU until the next
+ * sr_kernel_run thaws it. A run that ends the interpreter
  * (timeout, oom, output_limit, killed, rejected at run time) leaves the
  * kernel dead: sr_kernel_alive() says so and the caller starts another. */
 typedef struct sr_kernel sr_kernel;

@@ -77,7 +77,7 @@ static void test_rest_capture_needs_at_least_one_byte(void)
 
 static void test_rest_capture_refuses_what_does_not_fit(void)
 {
-	char path[1200];
+	char path[sizeof req.rest + 16];
 	size_t room = sizeof req.rest - 1;
 	int n = snprintf(path, sizeof path, "/f/");
 	memset(path + n, 'x', room);

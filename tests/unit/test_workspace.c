@@ -296,10 +296,14 @@ static void test_symlinks_are_never_followed(void)
 	CHECK_INT(read_errno(ws, "src/shadow", 1 * MIB), ELOOP);
 	CHECK(symlink(target, host(ws, "src/secret")) == 0);
 	CHECK_INT(read_errno(ws, "src/secret", 1 * MIB), ELOOP);
-	/* Writing replaces the link, not what it points to. */
-	CHECK_INT(write_str(ws, "src/secret", "mine\n", &err), 0);
+	/* Writing refuses a link as the last part too (docs/api.md: 403): the
+	 * link and what it points to stay as they were. */
+	struct stat lst;
+	CHECK_INT(write_str(ws, "src/secret", "mine\n", &err), -1);
+	CHECK_INT(err.errnum, ELOOP);
+	CHECK(strstr(err.msg, "src/secret") && strstr(err.msg, "symlink"));
 	CHECK(host_file_is(hostdir, "passwd", "host secret\n"));
-	CHECK(content_is(ws, "src/secret", "mine\n"));
+	CHECK(lstat(host(ws, "src/secret"), &lst) == 0 && S_ISLNK(lst.st_mode));
 
 	/* A dir on the way is a symlink to a host dir. */
 	CHECK(symlink("/etc", host(ws, "src/link")) == 0);
@@ -600,6 +604,84 @@ static void test_trees_deeper_than_the_limit_are_refused(void)
 	sr_workspace_destroy(ws);
 }
 
+/* A dir chain of depth levels of name below dir_fd (closed); the fd of
+ * the last one, or -1. */
+static int make_chain(int fd, const char *name, int depth)
+{
+	for (int i = 0; fd >= 0 && i < depth; i++) {
+		int next =
+		    mkdirat(fd, name, 0755) == 0 ? openat(fd, name, O_RDONLY | O_DIRECTORY) : -1;
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+static size_t listing_bytes(const sr_workspace_entry *e, size_t n)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += sizeof *e + strlen(e[i].path) + 1;
+	return bytes;
+}
+
+static void test_a_partial_listing_is_bounded_in_bytes_and_says_why(void)
+{
+	sr_error err = { 0 };
+	sr_list_cut cut;
+	sr_workspace *ws = make("s15", 8 * MIB);
+	REQUIRE(ws);
+	/* 100 levels of 250-byte names, 200 files at the bottom: ~25 KB a path,
+	 * ~5 MB of paths in all. */
+	char name[251];
+	memset(name, 'd', 250);
+	name[250] = '\0';
+	int fd = make_chain(open(host(ws, "src"), O_RDONLY | O_DIRECTORY), name, 100);
+	REQUIRE(fd >= 0);
+	for (int i = 0; i < 200; i++) {
+		char file[32];
+		snprintf(file, sizeof file, "f%03d", i);
+		int f = openat(fd, file, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		CHECK(f >= 0);
+		close(f);
+	}
+	close(fd);
+	sr_workspace_entry *e = NULL;
+	size_t n = 0, cap = 2 * MIB; /* the dirs alone take ~1.3 MB */
+	CHECK_INT(sr_workspace_list_partial(ws, "src", 100000, cap, &e, &n, &cut, &err), 0);
+	CHECK_INT(cut, SR_LIST_CUT_BYTES);
+	CHECK(n > 100 && n < 100 + 200);
+	CHECK(listing_bytes(e, n) <= cap);
+	for (size_t i = 1; i < n; i++)
+		CHECK(strcmp(e[i - 1].path, e[i].path) < 0);
+	sr_workspace_entries_free(e, n);
+	/* The all-or-nothing listing fails at its own byte cap. */
+	CHECK_INT(sr_workspace_list(ws, "src", 100000, &e, &n, &err), -1);
+	CHECK_INT(err.errnum, E2BIG);
+	CHECK(strstr(err.msg, "bytes") != NULL);
+	/* Entries: the first ones, exactly as many as asked. */
+	CHECK_INT(sr_workspace_list_partial(ws, "src", 50, SIZE_MAX, &e, &n, &cut, &err), 0);
+	CHECK_INT(cut, SR_LIST_CUT_ENTRIES);
+	CHECK_INT(n, 50);
+	sr_workspace_entries_free(e, n);
+	/* Everything fits: whole. */
+	CHECK_INT(sr_workspace_list_partial(ws, "", 1000, 16 * MIB, &e, &n, &cut, &err), 0);
+	CHECK_INT(cut, SR_LIST_WHOLE);
+	CHECK_INT(n, 2 + 100 + 200);
+	sr_workspace_entries_free(e, n);
+	CHECK_INT(sr_workspace_remove(ws, "src", &err), 0);
+	/* Past the depth: the rest is listed, the deep part left out. */
+	fd = make_chain(open(host(ws, "artifacts"), O_RDONLY | O_DIRECTORY), "d",
+			SR_WORKSPACE_MAX_DEPTH + 10);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(sr_workspace_list_partial(ws, "", 100000, SIZE_MAX, &e, &n, &cut, &err), 0);
+	CHECK_INT(cut, SR_LIST_CUT_DEPTH);
+	CHECK_INT(n, 1 + SR_WORKSPACE_MAX_DEPTH); /* artifacts, then 128 levels of d */
+	sr_workspace_entries_free(e, n);
+	sr_workspace_destroy(ws);
+}
+
 static void test_a_mount_inside_is_not_crossed(void)
 {
 	sr_error err = { 0 };
@@ -714,6 +796,7 @@ int main(void)
 	test_remove_takes_links_not_their_targets();
 	test_list_is_sorted_with_types_and_sizes();
 	test_trees_deeper_than_the_limit_are_refused();
+	test_a_partial_listing_is_bounded_in_bytes_and_says_why();
 	test_a_mount_inside_is_not_crossed();
 	test_swapping_a_dir_for_a_symlink_mid_call_never_escapes();
 	test_bad_and_taken_ids_are_refused();

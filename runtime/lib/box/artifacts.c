@@ -51,15 +51,39 @@ void sr_artifacts_free(sr_result *res)
 	res->n_artifacts = 0;
 }
 
-/* Entries (dirs, links and files) a listing may hold: past it the whole
- * listing fails (it is all or nothing), so it is far past the max. */
+/* Entries (dirs, links and files) a listing may hold, far past the max;
+ * with the byte cap, what a run makes the caller allocate is bounded. */
 #define LIST_MAX 20000
+
+/* What the result says when the listing stopped short. */
+static const char *cut_reason(sr_list_cut cut)
+{
+	switch (cut) {
+	case SR_LIST_CUT_ENTRIES:
+		return "more than 20000 entries (files, dirs, links) under artifacts/: the "
+		       "listing stopped there";
+	case SR_LIST_CUT_BYTES:
+		return "the paths under artifacts/ passed the listing's 4 MiB memory cap (long "
+		       "names or a deep tree): the listing stopped there";
+	case SR_LIST_CUT_DEPTH:
+		return "dirs nested deeper than 128 levels under artifacts/ were left out";
+	default: return NULL;
+	}
+}
+
+static int list_artifacts(const sr_workspace *ws, sr_workspace_entry **e, size_t *n,
+			  sr_list_cut *cut)
+{
+	sr_error err = { 0 };
+	return sr_workspace_list_partial(ws, SR_ARTIFACTS_DIR, LIST_MAX,
+					 SR_WORKSPACE_LIST_MAX_BYTES, e, n, cut, &err);
+}
 
 void sr_artifacts_snapshot(const sr_workspace *ws, sr_artifacts_snap *snap)
 {
-	sr_error err = { 0 };
+	sr_list_cut cut;
 	*snap = (sr_artifacts_snap){ 0 };
-	if (sr_workspace_list(ws, SR_ARTIFACTS_DIR, LIST_MAX, &snap->e, &snap->n, &err) < 0)
+	if (list_artifacts(ws, &snap->e, &snap->n, &cut) < 0)
 		*snap = (sr_artifacts_snap){ 0 };
 }
 
@@ -86,16 +110,20 @@ void sr_artifacts_collect(const sr_workspace *ws, const sr_artifacts_snap *befor
 	sr_workspace_entry *e = NULL;
 	size_t n = 0, skip = sizeof SR_ARTIFACTS_DIR; /* "artifacts/" */
 	sr_error err = { 0 };
-	if (sr_workspace_list(ws, SR_ARTIFACTS_DIR, LIST_MAX, &e, &n, &err) < 0 &&
-	    err.errnum != E2BIG)
+	sr_list_cut cut;
+	if (list_artifacts(ws, &e, &n, &cut) < 0)
 		return; /* no artifacts/ dir (or none we can read): no artifacts */
-	res->artifacts_truncated = err.errnum == E2BIG;
+	res->artifacts_truncated_reason = cut_reason(cut);
+	res->artifacts_truncated = cut != SR_LIST_WHOLE;
 	sr_artifact *a = calloc(SR_ARTIFACTS_MAX, sizeof *a);
 	uint64_t inline_left = SR_ARTIFACTS_INLINE_MAX;
 	for (size_t i = 0; a && i < n; i++) {
 		if (e[i].type != 'f' || strlen(e[i].path) <= skip || unchanged(before, &e[i]))
 			continue;
 		if (res->n_artifacts == SR_ARTIFACTS_MAX) {
+			if (!res->artifacts_truncated)
+				res->artifacts_truncated_reason =
+				    "more than 100 files: the first 100 by name are listed";
 			res->artifacts_truncated = true;
 			break;
 		}

@@ -583,6 +583,26 @@ int sr_cgroup_kill(sr_cgroup *cg, sr_error *err)
 	return sr_fail(err, EBUSY, "processes of sandbox cgroup %s did not die", dir ? dir : "?");
 }
 
+int sr_cgroup_freeze(sr_cgroup *cg, bool frozen, sr_error *err)
+{
+	/* The same switch on both: v2's cgroup.freeze, v1's freezer.state. */
+	static const struct {
+		int role;
+		const char *file, *on, *off;
+	} knob[] = { { R_MEMORY, "cgroup.freeze", "1", "0" },
+		     { R_FREEZER, "freezer.state", "FROZEN", "THAWED" } };
+	int v = cg->mode == SR_CGROUP_V2 ? 0 : 1;
+	char path[PATH_MAX];
+	if (!cg->dir[knob[v].role])
+		return sr_refuse(err, ENOENT, "sandbox cgroup has no %s", knob[v].file);
+	snprintf(path, sizeof path, "%s/%s", cg->dir[knob[v].role], knob[v].file);
+	const char *value = frozen ? knob[v].on : knob[v].off;
+	int rc = sr_write_file(path, value);
+	if (rc < 0)
+		return sr_fail(err, -rc, "write %s \"%s\"", path, value);
+	return 0;
+}
+
 int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)
 {
 	memset(st, 0, sizeof *st);

@@ -60,6 +60,9 @@ int sr_cgroup_set_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err);
 /* SIGKILL every process in the group (cgroup.kill on v2, freeze + kill
  * on v1) and wait until it is empty. */
 int sr_cgroup_kill(sr_cgroup *cg, sr_error *err);
+/* Stop every task in the group from running (frozen) or let them run
+ * again; the kernel finishes a freeze on its own, shortly after. */
+int sr_cgroup_freeze(sr_cgroup *cg, bool frozen, sr_error *err);
 int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st);
 /* Number of processes still in the group. */
 int sr_cgroup_count_procs(sr_cgroup *cg);

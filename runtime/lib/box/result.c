@@ -160,6 +160,9 @@ char *sr_result_to_json(const sr_result *res)
 	}
 	if (res->artifacts_truncated)
 		cJSON_AddBoolToObject(j, "artifacts_truncated", true);
+	if (res->artifacts_truncated && res->artifacts_truncated_reason)
+		cJSON_AddStringToObject(j, "artifacts_truncated_reason",
+					res->artifacts_truncated_reason);
 	if (res->net.egress) {
 		cJSON *net = cJSON_AddObjectToObject(j, "network");
 		cJSON_AddStringToObject(net, "mode", "egress");

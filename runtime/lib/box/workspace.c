@@ -186,14 +186,15 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* The names in the dir at fd, sorted, without "." and ".."; -E2BIG when
- * there are more than limit. -errno on failure. */
-static int read_names(int fd, size_t limit, char ***out, size_t *n)
+ * there are more than limit, -ENOBUFS when they take more than max_bytes
+ * (*bytes: what they take). -errno on failure. */
+static int read_names(int fd, size_t limit, size_t max_bytes, char ***out, size_t *n, size_t *bytes)
 {
 	/* A fresh open of ".": works from an O_PATH fd and has its own offset. */
 	int dfd = ws_open(fd, ".", O_RDONLY | O_DIRECTORY, 0);
 	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	char **names = NULL;
-	size_t count = 0, cap = 0;
+	size_t count = 0, cap = 0, used = 0;
 	int rc = 0;
 	if (!d) {
 		rc = -errno;
@@ -207,6 +208,11 @@ static int read_names(int fd, size_t limit, char ***out, size_t *n)
 			continue;
 		if (count == limit) {
 			rc = -E2BIG;
+			break;
+		}
+		used += strlen(e->d_name) + 1 + sizeof *names;
+		if (used > max_bytes) {
+			rc = -ENOBUFS;
 			break;
 		}
 		if (count == cap) {
@@ -236,6 +242,8 @@ static int read_names(int fd, size_t limit, char ***out, size_t *n)
 		qsort(names, count, sizeof *names, cmp_names);
 	*out = names;
 	*n = count;
+	if (bytes)
+		*bytes = used;
 	return 0;
 }
 
@@ -254,7 +262,7 @@ static int remove_entry(int dirfd, const char *name, int depth)
 		return -errno;
 	char **names = NULL;
 	size_t n = 0;
-	int rc = read_names(fd, SIZE_MAX, &names, &n);
+	int rc = read_names(fd, SIZE_MAX, SIZE_MAX, &names, &n, NULL);
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0)
 			rc = remove_entry(fd, names[i], depth + 1);
@@ -447,14 +455,26 @@ int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error
 /* Write data to a fresh temp file in dir, then rename it over name: a
  * reader sees the old or the new content, and a full workspace leaves
  * nothing behind. -errno on failure. */
-static int replace_file(int dir, const char *name, const void *data, size_t size)
+/* What is at name may be replaced: nothing, or not a dir (rename would
+ * refuse one only after the whole write) and not a symlink (-ELOOP, as one
+ * on the way: the code's link is not the client's file to replace). */
+static int check_target(int dir, const char *name)
 {
 	struct stat st;
+	int fd = ws_open(dir, name, O_PATH, 0); /* RESOLVE_NO_SYMLINKS: a link is ELOOP */
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int rc = fstat(fd, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	close(fd);
+	return rc;
+}
+
+static int replace_file(int dir, const char *name, const void *data, size_t size)
+{
 	char tmp[40] = ".sr-write-";
-	/* rename would refuse a dir too, but only after the whole write. */
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
-	int rc = sr_random_hex(tmp + strlen(tmp), 8);
+	int rc = check_target(dir, name);
+	if (rc == 0)
+		rc = sr_random_hex(tmp + strlen(tmp), 8);
 	if (rc < 0)
 		return rc;
 	int fd = ws_open(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
@@ -471,7 +491,7 @@ static int replace_file(int dir, const char *name, const void *data, size_t size
 	}
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
-	/* Not a symlink at name followed either: rename replaces the link. */
+	/* A symlink swapped in since check_target is replaced, never followed. */
 	if (rc == 0 && renameat(dir, tmp, dir, name) < 0)
 		rc = -errno;
 	if (rc < 0)
@@ -613,27 +633,48 @@ int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err)
 
 /* ---- listing -------------------------------------------------------------- */
 
+/* A listing's memory is bounded in bytes as well as entries: each path
+ * holds every dir above it, so a deep tree of long names would cost depth
+ * x 256 bytes an entry (hundreds of MB in the caller, outside any run's
+ * cgroup). Counted: the entries, their paths and the names of the dirs
+ * being walked. */
 struct lister {
 	const sr_workspace *ws;
 	const char *top; /* the dir asked for */
 	sr_workspace_entry *e;
 	size_t n, cap, max;
+	size_t bytes, max_bytes;
+	sr_list_cut *cut; /* NULL: a cap fails the listing (sr_workspace_list) */
 	sr_error *err;
 };
 
-static int too_many(struct lister *l)
+/* A cap reached: 1 (stop, keep what is listed) for a partial listing,
+ * -1 and E2BIG otherwise. */
+static int cap_reached(struct lister *l, sr_list_cut why)
 {
+	if (l->cut) {
+		*l->cut = why;
+		return 1;
+	}
+	if (why == SR_LIST_CUT_BYTES)
+		return sr_refuse(l->err, E2BIG,
+				 "list \"%s\" in workspace %s: the names take more than %zu bytes "
+				 "(list a dir below it)",
+				 l->top, l->ws->id, l->max_bytes);
 	return sr_refuse(l->err, E2BIG,
 			 "list \"%s\" in workspace %s: more than %zu entries (list a dir below "
 			 "it, or raise the limit)",
 			 l->top, l->ws->id, l->max);
 }
 
-/* Keeps path on success. */
+/* Keeps path on success; 1: a cap was reached (path not kept). */
 static int list_add(struct lister *l, char *path, const struct stat *st)
 {
+	size_t cost = sizeof *l->e + strlen(path) + 1;
 	if (l->n == l->max)
-		return too_many(l);
+		return cap_reached(l, SR_LIST_CUT_ENTRIES);
+	if (l->bytes + cost > l->max_bytes)
+		return cap_reached(l, SR_LIST_CUT_BYTES);
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		sr_workspace_entry *grown = realloc(l->e, cap * sizeof *grown);
@@ -642,6 +683,7 @@ static int list_add(struct lister *l, char *path, const struct stat *st)
 		l->e = grown;
 		l->cap = cap;
 	}
+	l->bytes += cost;
 	sr_workspace_entry *e = &l->e[l->n++];
 	e->path = path;
 	e->type = S_ISREG(st->st_mode)   ? 'f'
@@ -655,6 +697,21 @@ static int list_add(struct lister *l, char *path, const struct stat *st)
 
 static int list_dir(struct lister *l, int fd, const char *prefix, int depth);
 
+/* Too deep to go on: a partial listing leaves the dir's content out and
+ * goes on with the rest. */
+static int too_deep(struct lister *l, const char *path)
+{
+	if (l->cut) {
+		if (*l->cut == SR_LIST_WHOLE)
+			*l->cut = SR_LIST_CUT_DEPTH;
+		return 0;
+	}
+	return sr_refuse(l->err, ELOOP,
+			 "list \"%s\" in workspace %s: \"%s\" is nested deeper than %d "
+			 "levels (list a dir further down)",
+			 l->top, l->ws->id, path, SR_WORKSPACE_MAX_DEPTH);
+}
+
 /* One entry below the dir at fd and, for a dir, what is in it. */
 static int list_one(struct lister *l, int fd, const char *prefix, const char *name, int depth)
 {
@@ -664,66 +721,90 @@ static int list_one(struct lister *l, int fd, const char *prefix, const char *na
 		return errno == ENOENT ? 0 : ws_fail(l->ws, l->err, errno, "list", l->top);
 	if (asprintf(&path, "%s%s%s", prefix, *prefix ? "/" : "", name) < 0)
 		return sr_fail(l->err, ENOMEM, "list \"%s\"", l->top);
-	if (list_add(l, path, &st) < 0) {
+	int rc = list_add(l, path, &st);
+	if (rc != 0) {
 		free(path);
-		return -1;
+		return rc;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return 0;
 	if (depth >= SR_WORKSPACE_MAX_DEPTH)
-		return sr_refuse(l->err, ELOOP,
-				 "list \"%s\" in workspace %s: \"%s\" is nested deeper than %d "
-				 "levels (list a dir further down)",
-				 l->top, l->ws->id, path, SR_WORKSPACE_MAX_DEPTH);
+		return too_deep(l, path);
 	int sub = ws_open(fd, name, O_PATH | O_DIRECTORY, 0);
 	if (sub < 0) /* gone, or swapped for something else since the fstatat */
 		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP
 			   ? 0
 			   : ws_fail(l->ws, l->err, errno, "list", path);
-	int rc = list_dir(l, sub, path, depth + 1);
+	rc = list_dir(l, sub, path, depth + 1);
 	close(sub);
 	return rc;
 }
 
 /* Each entry of the dir at fd, each dir followed by what is in it;
- * siblings in strcmp order, so the paths come sorted part by part. */
+ * siblings in strcmp order, so the paths come sorted part by part.
+ * 0, 1 when a cap was reached (stop), -1 on failure. */
 static int list_dir(struct lister *l, int fd, const char *prefix, int depth)
 {
 	char **names = NULL;
-	size_t n = 0;
-	int rc = read_names(fd, l->max - l->n, &names, &n);
-	if (rc == -E2BIG)
-		return too_many(l);
+	size_t n = 0, held = 0;
+	int rc = read_names(fd, l->max - l->n, l->max_bytes - l->bytes, &names, &n, &held);
+	if (rc == -E2BIG || rc == -ENOBUFS)
+		return cap_reached(l, rc == -E2BIG ? SR_LIST_CUT_ENTRIES : SR_LIST_CUT_BYTES);
 	if (rc < 0)
 		return ws_fail(l->ws, l->err, -rc, "list", *prefix ? prefix : l->top);
+	l->bytes += held; /* the names are held while the dirs below are walked */
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = list_one(l, fd, prefix, names[i], depth);
+	l->bytes -= held;
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	return rc;
 }
 
+static int list(const sr_workspace *ws, struct lister *l, sr_workspace_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (*l->top && check_path(l->top, l->err))
+		return -1;
+	int fd = ws_open(ws->root_fd, *l->top ? l->top : ".", O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return ws_fail(ws, l->err, errno, "list", l->top);
+	int rc = list_dir(l, fd, l->top, 0);
+	close(fd);
+	if (rc < 0) {
+		sr_workspace_entries_free(l->e, l->n);
+		return -1;
+	}
+	*out = l->e;
+	*n = l->n;
+	return 0;
+}
+
 int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
 		      sr_workspace_entry **out, size_t *n, sr_error *err)
 {
-	struct lister l = { .ws = ws, .top = dir ? dir : "", .max = max_entries, .err = err };
-	*out = NULL;
-	*n = 0;
-	if (*l.top && check_path(l.top, err))
-		return -1;
-	int fd = ws_open(ws->root_fd, *l.top ? l.top : ".", O_PATH | O_DIRECTORY, 0);
-	if (fd < 0)
-		return ws_fail(ws, err, errno, "list", l.top);
-	int rc = list_dir(&l, fd, l.top, 0);
-	close(fd);
-	if (rc < 0) {
-		sr_workspace_entries_free(l.e, l.n);
-		return -1;
-	}
-	*out = l.e;
-	*n = l.n;
-	return 0;
+	struct lister l = { .ws = ws,
+			    .top = dir ? dir : "",
+			    .max = max_entries,
+			    .max_bytes = SR_WORKSPACE_LIST_MAX_BYTES,
+			    .err = err };
+	return list(ws, &l, out, n);
+}
+
+int sr_workspace_list_partial(const sr_workspace *ws, const char *dir, size_t max_entries,
+			      size_t max_bytes, sr_workspace_entry **out, size_t *n,
+			      sr_list_cut *cut, sr_error *err)
+{
+	struct lister l = { .ws = ws,
+			    .top = dir ? dir : "",
+			    .max = max_entries,
+			    .max_bytes = max_bytes,
+			    .cut = cut,
+			    .err = err };
+	*cut = SR_LIST_WHOLE;
+	return list(ws, &l, out, n);
 }
 
 void sr_workspace_entries_free(sr_workspace_entry *e, size_t n)
@@ -768,7 +849,7 @@ int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err)
 		return errno == ENOENT ? 0 : sr_fail(err, errno, "open workspace dir %s", base);
 	char **names = NULL;
 	size_t n = 0;
-	int rc = read_names(fd, SIZE_MAX, &names, &n), removed = 0;
+	int rc = read_names(fd, SIZE_MAX, SIZE_MAX, &names, &n, NULL), removed = 0;
 	if (rc < 0)
 		sr_fail(err, -rc, "list stale workspaces in %s", base);
 	for (size_t i = 0; i < n; i++) {

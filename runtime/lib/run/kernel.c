@@ -160,6 +160,15 @@ static void run_limits(const sr_kernel *k, const sr_run_request *req, uint64_t *
 	}
 }
 
+/* What the code left running (a thread, a child) gets no CPU between
+ * runs: it is work outside any run slot. Thawed again for the next run. */
+static void freeze_between_runs(sr_kernel *k)
+{
+	sr_error err = { 0 };
+	if (k->alive && sr_cgroup_freeze(k->box.cg, true, &err) < 0)
+		k->alive = false; /* it would run on unwatched: end it instead */
+}
+
 int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (!sr_kernel_alive(k)) {
@@ -188,7 +197,7 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	sr_artifacts_snap snap = { 0 };
 	if (k->ws)
 		sr_artifacts_snapshot(k->ws, &snap);
-	if (send_run(k, req, err)) {
+	if (sr_cgroup_freeze(k->box.cg, false, err) || send_run(k, req, err)) {
 		sr_artifacts_snap_free(&snap);
 		return -1;
 	}
@@ -203,6 +212,7 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	}
 	if (!oc.done)
 		k->alive = false; /* the caller says what that means for its users */
+	freeze_between_runs(k);
 	if (k->ws)
 		sr_artifacts_collect(k->ws, &snap, res);
 	sr_artifacts_snap_free(&snap);
@@ -214,12 +224,21 @@ void sr_kernel_kill(sr_kernel *k)
 	/* The pidfd stays open until sr_kernel_stop: no pid reuse race. */
 	if (k && k->box.pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, k->box.pidfd, SIGKILL, NULL, 0);
+	/* A v1 frozen task dies only once thawed. */
+	sr_error err = { 0 };
+	if (k && k->box.cg)
+		sr_cgroup_freeze(k->box.cg, false, &err);
 }
 
 void sr_kernel_stop(sr_kernel *k)
 {
 	if (!k)
 		return;
+	/* Thawed first: the cleanup waits for pid 1 to die of its SIGKILL,
+	 * which a v1 frozen task never does. */
+	sr_error err = { 0 };
+	if (k->box.cg)
+		sr_cgroup_freeze(k->box.cg, false, &err);
 	sr_box_cleanup(&k->box);
 	sr_deps_bind_free(&k->layer);
 	free(k);
