@@ -12,7 +12,6 @@ import shlex
 import subprocess
 import tempfile
 
-import pytest
 import yaml
 
 from conftest import SAFERUND
