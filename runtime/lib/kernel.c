@@ -178,8 +178,11 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	/* The kernel's checker settings, this run's allow list. */
 	sr_run_request vet = *req;
 	vet.policy = k->start.policy;
-	if (sr_box_vet(&vet, res) < 0)
+	vet.rootfs_dir = k->start.rootfs_dir;
+	if (sr_box_vet(&vet, res) < 0) {
+		sr_box_syntax_error(&vet, res);
 		return 0;
+	}
 	uint64_t wall, out;
 	run_limits(k, req, &wall, &out);
 	sr_cgroup_stats before;
