@@ -22,6 +22,7 @@
 #include "error.h"
 #include "sandbox.h"
 #include "util.h"
+#include "workspace.h"
 
 #define CTL_MSG_MAX  65536
 #define FLAG_NOCHECK 1
@@ -206,8 +207,10 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	}
 	if (!oc.done)
 		k->alive = false; /* the caller says what that means for its users */
-	if (k->ws)
+	if (k->ws) {
+		res->hit_tmpfs = sr_workspace_full(k->ws); /* the session's disk */
 		sr_artifacts_collect(k->ws, &snap, res);
+	}
 	sr_artifacts_snap_free(&snap);
 	return 0;
 }

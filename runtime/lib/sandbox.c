@@ -684,8 +684,12 @@ void sr_box_collect_artifacts(sr_box *b)
 	if (fd < 0)
 		return;
 	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
-	if (ws)
+	if (ws) {
+		/* Full when the run ended: the code met ENOSPC (the writable
+		 * dirs and /dev/shm share this one tmpfs). */
+		b->res->hit_tmpfs = sr_workspace_full(ws);
 		sr_artifacts_collect(ws, NULL, b->res);
+	}
 	sr_workspace_forget(ws);
 }
 

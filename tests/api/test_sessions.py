@@ -409,6 +409,7 @@ def test_a_full_workspace_is_507_and_the_session_carries_on(make_daemon):
     # the code hits the same cap
     body = run(d, sid, "open('big.bin', 'wb').write(b'z' * (2 << 20))")
     assert body["status"] == "error" and "No space left" in body["stderr"]
+    assert body["limits_hit"] == ["disk"]
 
 
 def test_past_max_sessions_is_429_with_retry_after(make_daemon):
