@@ -462,3 +462,13 @@ def test_syntax_error_is_pythons_own_with_its_caret(tmp_path, src):
     assert (res["status"], res["exit_code"], res["stdout"], res["stderr"], res["findings"]) == (
         "error", 1, "", want, [])
     assert res["message"] == "error: the code exited with status 1"
+
+
+def test_syntax_error_on_the_warm_path_too(tmp_path):
+    script = write(tmp_path, "main.py", SYNTAX_ERRORS["unterminated string"])
+    cold = saferun("run", "--profile", "host", script)
+    warm = saferun("run", "--warm", "--json", "--profile", "host", script)
+    res = json.loads(warm.stdout)
+    assert warm.returncode == 1 and cold.returncode == 1
+    assert (res["status"], res["stderr"], res["findings"]) == ("error", cold.stderr.decode(), [])
+    assert res["stderr"].endswith("SyntaxError: unterminated string literal (detected at line 1)\n")
