@@ -598,7 +598,7 @@ static int cmd_rootfs(int argc, char **argv)
 	if (argc < 2 || (!import && strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
 		return usage_error(
 		    "usage: saferun rootfs build PROFILE... | list | import IMAGE.tar "
-		    "[--name NAME] [--force]");
+		    "(see saferun rootfs --help)");
 	const char *script = getenv(import ? "SAFERUN_IMPORT_ROOTFS" : "SAFERUN_BUILD_ROOTFS");
 	script = script ? script : import ? SAFERUN_IMPORT_ROOTFS : SAFERUN_BUILD_ROOTFS;
 	char self[4096];
