@@ -33,15 +33,12 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static const char usage[] =
+/* Each command's help: `saferun CMD --help` prints its own, `saferun
+ * --help` all of them (docs/cli.md; tests/integration/test_cli.py checks
+ * that every option the doc names is here). */
+static const char usage_run[] =
     "usage: saferun run [options] (SCRIPT | -c CODE | -)\n"
-    "       saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
-    "       saferun policy check FILE\n"
-    "       saferun info\n"
-    "       saferun rootfs build PROFILE... | list | import IMAGE.tar [--name NAME]\n"
-    "       saferun mcp [saferund options]   MCP server on stdin/stdout\n"
-    "\n"
-    "run options:\n"
+    "  -c CODE           run CODE instead of a SCRIPT (- reads stdin)\n"
     "  --policy P        policy file (or a name in the policies dir)\n"
     "  --preset NAME     tiny, small, medium or large limits\n"
     "  --profile NAME    rootfs profile: host, minimal, datascience, ...\n"
@@ -56,17 +53,63 @@ static const char usage[] =
     "  --allow NAME      let the checker accept NAME: a rule id (SR201), a rule\n"
     "                    name (eval) or a flagged name (open, os.system) (repeatable)\n"
     "  --no-check        skip the pre-execution checker\n"
+    "  -r REQ, --requirement REQ\n"
+    "                    a package the code needs (tabulate, attrs>=22): met by the\n"
+    "                    profile or installed if policy.dependencies.allow lets it\n"
+    "                    (repeatable; docs/dependencies.md)\n"
+    "  --requirements-file FILE\n"
+    "                    requirements one per line (# comments, blank lines skipped)\n"
     "  --warm            run on the warm path: a zygote with the policy's\n"
     "                    warm.preload imported forks the sandbox (docs/warm.md);\n"
     "                    for one run this is slower than cold, it is how the\n"
     "                    tests prove the warm path's isolation\n"
     "  --json            print the full result as JSON\n"
-    "\n"
-    "check: vet Python source without running it; exit 0 clean, 1 rejected,\n"
-    "  2 bad input, 3 when the checker itself failed\n"
-    "mcp: runs saferund --stdio (the daemon's handlers, one client, no sockets);\n"
+    "  exit: the code's own (ok, error), 2 bad input, 3 rejected or internal_error,\n"
+    "  124 timeout, 125 output_limit, 128+N killed by signal N\n";
+static const char usage_check[] =
+    "usage: saferun check [--policy P] [--allow NAME]... [--json] (FILE | -)\n"
+    "  vet Python source without running it; exit 0 clean, 1 rejected,\n"
+    "  2 bad input, 3 when the checker itself failed\n";
+static const char usage_policy[] = "usage: saferun policy check FILE\n"
+				   "  validate a policy and print it in full as JSON\n";
+static const char usage_info[] = "usage: saferun info\n"
+				 "  what saferun detected (kernel, cgroups, profiles) as JSON\n";
+static const char usage_rootfs[] =
+    "usage: saferun rootfs build [--dir DIR] [--force] [--verbose] PROFILE...\n"
+    "       saferun rootfs list [--dir DIR]\n"
+    "       saferun rootfs import [--name NAME] [--force] [--max-size SIZE] [--dir DIR] "
+    "IMAGE.tar\n"
+    "  build or list rootfs profiles; import a `docker save` or OCI archive as a\n"
+    "  profile (docs/rootfs.md)\n";
+static const char usage_mcp[] =
+    "usage: saferun mcp [saferund options]   MCP server on stdin/stdout\n"
+    "  runs saferund --stdio (the daemon's handlers, one client, no sockets);\n"
     "  options as saferund's: --policies-dir, --rootfs-dir, --default-policy, ...\n"
-    "  (docs/mcp.md)\n";
+    "  (saferund --help; docs/mcp.md)\n";
+
+static const struct command_help {
+	const char *name, *text;
+} helps[] = {
+	{ "run", usage_run },	    { "check", usage_check },	{ "policy", usage_policy },
+	{ "info", usage_info },	    { "rootfs", usage_rootfs }, { "mcp", usage_mcp },
+};
+
+static bool wants_help(int argc, char **argv)
+{
+	return argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+}
+
+/* `saferun --help` (every command) or `saferun CMD --help` (cmd's). */
+static void print_usage(FILE *f, const char *cmd)
+{
+	for (size_t i = 0; i < sizeof helps / sizeof *helps; i++)
+		if (!cmd || strcmp(cmd, helps[i].name) == 0)
+			fprintf(f, "%s%s", i && !cmd ? "\n" : "", helps[i].text);
+	if (!cmd)
+		fputs("\nsaferun CMD --help prints one command's part; saferun --version; "
+		      "docs/cli.md\n",
+		      f);
+}
 
 /* Read a whole file, or stdin for "-", refusing more than cap bytes. */
 static int slurp(const char *path, size_t cap, char **data, size_t *size, const char *what)
@@ -325,6 +368,14 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	return rc;
 }
 
+static void free_run_opts(struct run_opts *o)
+{
+	free(o->env);
+	free(o->files);
+	free(o->allow);
+	free(o->reqs);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	enum {
@@ -364,6 +415,7 @@ static int cmd_run(int argc, char **argv)
 		{ "warm", 0, 0, O_WARM },
 		{ "requirement", 1, 0, O_REQ },
 		{ "requirements-file", 1, 0, O_REQ_FILE },
+		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct run_opts o = { .env = calloc((size_t)argc, sizeof(char *)),
@@ -394,6 +446,7 @@ static int cmd_run(int argc, char **argv)
 		case O_REQ: o.reqs[o.n_reqs++] = optarg; break;
 		case O_REQ_FILE: o.reqs_file = optarg; break;
 		case 'c': o.code_arg = optarg; break;
+		case 'h': print_usage(stdout, "run"); rc = -1; break;
 		default:
 			rc = usage_error(
 			    "run: unknown or incomplete option \"%s\" (see saferun --help)",
@@ -401,6 +454,10 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	const char *script = optind < argc ? argv[optind] : NULL;
+	if (rc == -1) { /* --help */
+		free_run_opts(&o);
+		return 0;
+	}
 	if (!rc && !o.code_arg && !script)
 		rc = usage_error("run: give a SCRIPT, -c CODE or - (stdin)");
 	if (!rc && o.code_arg && script)
@@ -415,10 +472,7 @@ static int cmd_run(int argc, char **argv)
 	else if (!rc && !(rc = slurp(script, SR_MAX_CODE_BYTES, &code, &size, "script")))
 		rc = run_code(&o, code, size);
 	free(code);
-	free(o.env);
-	free(o.files);
-	free(o.allow);
-	free(o.reqs);
+	free_run_opts(&o);
 	return rc;
 }
 
@@ -481,6 +535,7 @@ static int cmd_check(int argc, char **argv)
 		{ "policy", 1, 0, O_POLICY },
 		{ "allow", 1, 0, O_ALLOW },
 		{ "json", 0, 0, O_JSON },
+		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	char **allow = calloc((size_t)argc, sizeof *allow);
@@ -493,6 +548,10 @@ static int cmd_check(int argc, char **argv)
 		case O_POLICY: policy = optarg; break;
 		case O_ALLOW: allow[n_allow++] = optarg; break;
 		case O_JSON: json = true; break;
+		case 'h':
+			print_usage(stdout, "check");
+			free(allow);
+			return 0;
 		default:
 			rc = usage_error(
 			    "check: unknown or incomplete option \"%s\" (see saferun --help)",
@@ -509,6 +568,11 @@ static int cmd_check(int argc, char **argv)
 
 static int cmd_policy(int argc, char **argv)
 {
+	if (wants_help(argc, argv) || (argc == 3 && strcmp(argv[1], "check") == 0 &&
+				       (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
+		print_usage(stdout, "policy");
+		return 0;
+	}
 	if (argc != 3 || strcmp(argv[1], "check") != 0)
 		return usage_error("usage: saferun policy check FILE");
 	sr_policy *p = NULL;
@@ -526,11 +590,15 @@ static int cmd_policy(int argc, char **argv)
  * which smoke-tests the imported tree with this binary (SAFERUN_BIN). */
 static int cmd_rootfs(int argc, char **argv)
 {
+	if (wants_help(argc, argv)) {
+		print_usage(stdout, "rootfs");
+		return 0;
+	}
 	bool import = argc >= 2 && strcmp(argv[1], "import") == 0;
 	if (argc < 2 || (!import && strcmp(argv[1], "build") != 0 && strcmp(argv[1], "list") != 0))
 		return usage_error(
 		    "usage: saferun rootfs build PROFILE... | list | import IMAGE.tar "
-		    "[--name NAME] [--force]");
+		    "(see saferun rootfs --help)");
 	const char *script = getenv(import ? "SAFERUN_IMPORT_ROOTFS" : "SAFERUN_BUILD_ROOTFS");
 	script = script ? script : import ? SAFERUN_IMPORT_ROOTFS : SAFERUN_BUILD_ROOTFS;
 	char self[4096];
@@ -558,6 +626,10 @@ static int cmd_rootfs(int argc, char **argv)
  * another. */
 static int cmd_mcp(int argc, char **argv)
 {
+	if (wants_help(argc, argv)) {
+		print_usage(stdout, "mcp");
+		return 0;
+	}
 	char self[4096], *daemon = getenv("SAFERUND");
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
 	if (!daemon && n > 0) {
@@ -585,8 +657,8 @@ static int cmd_mcp(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
+	if (argc < 2 || wants_help(argc, argv)) {
+		print_usage(argc < 2 ? stderr : stdout, NULL);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
@@ -603,6 +675,10 @@ int main(int argc, char **argv)
 		return cmd_rootfs(argc - 1, argv + 1);
 	if (strcmp(argv[1], "mcp") == 0)
 		return cmd_mcp(argc - 1, argv + 1);
+	if (strcmp(argv[1], "info") == 0 && wants_help(argc - 1, argv + 1)) {
+		print_usage(stdout, "info");
+		return 0;
+	}
 	if (strcmp(argv[1], "info") == 0) {
 		char *s = sr_info_json(argc > 2 ? argv[2] : NULL);
 		puts(s ? s : "{}");

@@ -130,6 +130,17 @@ def test_stateful_session_keeps_variables_functions_and_imports(daemon):
     assert daemon.get(f"/v1/sessions/{sid}").json()["runs"] == 4
 
 
+def test_a_syntax_error_in_a_stateful_session_is_pythons_own(daemon):
+    sid = create(daemon, {"stateful": True})["session_id"]
+    assert run(daemon, sid, "x = 41")["status"] == "ok"
+    body = run(daemon, sid, "print('abc\n")  # the checker's SR001: Python reports it
+    assert (body["status"], body["exit_code"], body["stdout"], body["findings"]) == (
+        "error", 1, "", [])
+    assert body["stderr"] == ('  File "main.py", line 1\n    print(\'abc\n          ^\n'
+                              "SyntaxError: unterminated string literal (detected at line 1)\n")
+    assert run(daemon, sid, "print(x + 1)")["stdout"] == "42\n"  # nothing of it ran
+
+
 def test_stateless_session_starts_fresh_but_keeps_files(daemon):
     sid = create(daemon, {"stateful": False})["session_id"]
     body = run(daemon, sid, "y = 7\nopen('note.txt', 'w').write('from run 1')\nprint(y)")
@@ -409,6 +420,7 @@ def test_a_full_workspace_is_507_and_the_session_carries_on(make_daemon):
     # the code hits the same cap
     body = run(d, sid, "open('big.bin', 'wb').write(b'z' * (2 << 20))")
     assert body["status"] == "error" and "No space left" in body["stderr"]
+    assert body["limits_hit"] == ["disk"]
 
 
 def test_past_max_sessions_is_429_with_retry_after(make_daemon):

@@ -428,3 +428,47 @@ def test_runtime_guard_blocks_code_objects_made_by_the_code():
     assert res["message"] == ("rejected: blocked code.__new__() at main.py line 6 (SR201 eval): "
                               "this sandbox forbids it")
     assert res["stdout"] == "before\n"
+
+
+# Code the checker's tokenizer cannot read (SR001): Python rejects it too,
+# and the run shows Python's own SyntaxError, as `python3 main.py` does.
+SYNTAX_ERRORS = {
+    "unterminated string": "print('abc\n",
+    "unterminated triple-quoted string": 'x = 1\n"""never closed\n',
+    "bad dedent": "def f():\n    return 1\n  x = 2\n",
+    "never closed": "print('ran')\nx = (1,\n",
+}
+
+
+@pytest.mark.parametrize("src", SYNTAX_ERRORS.values(), ids=SYNTAX_ERRORS.keys())
+def test_syntax_error_is_pythons_own_with_its_caret(tmp_path, src):
+    script = write(tmp_path, "main.py", src)
+    p = saferun("check", "--json", script)
+    assert p.returncode == 1
+    assert [f["rule"] for f in json.loads(p.stdout)["findings"]] == ["SR001"]
+    # python3 main.py with the python of the same rootfs (the host profile
+    # is the host's root), its path as the runner shows it
+    exe = saferun("run", "--profile", "host", "-c", "import sys; print(sys.executable)")
+    assert exe.returncode == 0, exe.stderr
+    py = subprocess.run([exe.stdout.decode().strip(), "main.py"], cwd=tmp_path,
+                        capture_output=True, timeout=60)
+    want = py.stderr.decode().replace(f'File "{script}"', 'File "main.py"')
+    assert py.returncode == 1 and "^" in want and "Error: " in want.splitlines()[-1], want
+    p = saferun("run", "--profile", "host", script)
+    assert (p.returncode, p.stdout, p.stderr.decode()) == (1, b"", want)
+    p = saferun("run", "--json", "--profile", "host", script)
+    res = json.loads(p.stdout)
+    assert p.returncode == 1
+    assert (res["status"], res["exit_code"], res["stdout"], res["stderr"], res["findings"]) == (
+        "error", 1, "", want, [])
+    assert res["message"] == "error: the code exited with status 1"
+
+
+def test_syntax_error_on_the_warm_path_too(tmp_path):
+    script = write(tmp_path, "main.py", SYNTAX_ERRORS["unterminated string"])
+    cold = saferun("run", "--profile", "host", script)
+    warm = saferun("run", "--warm", "--json", "--profile", "host", script)
+    res = json.loads(warm.stdout)
+    assert warm.returncode == 1 and cold.returncode == 1
+    assert (res["status"], res["stderr"], res["findings"]) == ("error", cold.stderr.decode(), [])
+    assert res["stderr"].endswith("SyntaxError: unterminated string literal (detected at line 1)\n")

@@ -1,6 +1,7 @@
 """The CLI: python3-like output, exit codes, and bad input that runs nothing."""
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -265,3 +266,56 @@ def test_a_policy_that_refuses_execveat_still_runs_cold(tmp_path):
     assert (res["status"], res["path"]) == ("ok", "cold"), res
     assert res["stdout"].split() == [os.path.realpath("/usr/bin/python3"), "saferun-init"]
     assert leftover_groups() == []
+
+
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "cli.md")
+OPTION = r"(?<![\w-])(--?[a-zA-Z][\w-]*)"
+
+
+def documented_options():
+    """{section heading: options} from docs/cli.md's code: what a user reads
+    there is what --help has to say (the result's section documents JSON,
+    and its `-u` is Python's)."""
+    sections = re.split(r"^## ", open(DOC).read(), flags=re.M)
+    found = {}
+    for i, sec in enumerate(sections):
+        head = sec.splitlines()[0] if i else "synopsis"
+        if head.startswith("The result"):
+            continue
+        spans = re.findall(r"```.*?```|`[^`\n]+`", sec, re.S)
+        found[head] = {o for s in spans for o in re.findall(OPTION, s)}
+    return found
+
+
+def helps(*args):
+    p = subprocess.run([*args, "--help"], capture_output=True, timeout=30)
+    assert (p.returncode, p.stderr) == (0, b""), (args, p)
+    return p.stdout.decode()
+
+
+@pytest.mark.host_only(reason="--help does not depend on the cgroup version")
+def test_every_documented_option_is_in_help():
+    saferund = os.path.join(os.path.dirname(SAFERUN), "saferund")
+    text = {"saferun": helps(SAFERUN), "saferund": helps(saferund)}
+    assert text["saferun"].startswith("usage: saferun run ")
+    assert text["saferund"].startswith("usage: saferund ")
+    missing = []
+    for head, opts in documented_options().items():
+        # `saferun mcp` passes saferund's options on: they are in saferund --help
+        prog = "saferund" if head.startswith("`saferun mcp") else "saferun"
+        missing += [(head, o) for o in sorted(opts)
+                    if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text[prog])]
+    assert not missing, "documented in docs/cli.md, not in --help: " + repr(missing)
+
+
+@pytest.mark.host_only(reason="--help does not depend on the cgroup version")
+def test_every_command_answers_help():
+    synopsis = re.search(r"```\n(.*?)```", open(DOC).read(), re.S).group(1)
+    commands = {m for m in re.findall(r"^saferun ([a-z]+)", synopsis, re.M)}
+    assert commands >= {"run", "check", "policy", "info", "rootfs", "mcp"}, commands
+    for cmd in sorted(commands):
+        out = helps(SAFERUN, cmd)
+        assert out.startswith(f"usage: saferun {cmd}"), (cmd, out)
+    # an option before it does not hide it; nothing runs
+    assert helps(SAFERUN, "run", "--json").startswith("usage: saferun run ")
+    assert helps(SAFERUN, "policy", "check").startswith("usage: saferun policy ")

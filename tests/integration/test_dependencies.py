@@ -129,6 +129,29 @@ def test_not_allowed_is_an_error_naming_it_and_installs_nothing(place):
 
 
 @HOST_ONLY
+def test_a_requirement_the_profile_meets_needs_no_allow_entry():
+    # The built-in default policy allows no installs and has no wheelhouse;
+    # the host profile has Debian's numpy (python3-matplotlib, bootstrap --test).
+    meta = subprocess.run(
+        ["/usr/bin/python3", "-c", "import importlib.metadata as m; print(m.version('numpy'))"],
+        capture_output=True, text=True)
+    assert meta.returncode == 0, "scripts/bootstrap --test installs numpy: " + meta.stderr
+    v = meta.stdout.strip()
+    p = saferun("run", "--json", "--profile", "host", "-r", "numpy", "-r", "NumPy>=1",
+                "-c", "import numpy; print(numpy.__version__)")
+    res = json.loads(p.stdout)
+    assert p.returncode == 0 and res["status"] == "ok", res
+    assert res["stdout"] == f"{v}\n"
+    assert res["dependencies"]["from_profile"] == [f"numpy=={v}", f"numpy=={v}"]
+    assert res["dependencies"]["installed"] == [] and res["dependencies"]["install_ms"] == 0
+    # a version the profile does not have would need an install: the allow list decides
+    p = saferun("run", "--profile", "host", "-r", f"numpy>{v}", "-c", "print('ran')")
+    assert p.returncode == 1 and p.stdout == b""
+    assert p.stderr.decode() == ('saferun: error: dependencies: "numpy" is not allowed by '
+                                 'policy.dependencies.allow (nothing was installed)\n')
+
+
+@HOST_ONLY
 def test_ignored_requirements_are_dropped(place):
     res = run(policy(place, allow=["tinyleaf"], ignore=["tinytop"]), "import tinyleaf",
               "tinyleaf", "tinytop")

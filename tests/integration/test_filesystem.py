@@ -60,6 +60,7 @@ except OSError as e:
               profile=profile)
     assert res["status"] == "ok", res
     assert res["stdout"].strip() == "ENOSPC"
+    assert res["limits_hit"] == ["disk"]  # handled, and still said
 
 
 def test_tmpfs_full_uncaught_is_an_error_status():
@@ -68,6 +69,10 @@ def test_tmpfs_full_uncaught_is_an_error_status():
     assert res["status"] == "error", res
     assert res["exit_code"] == 1
     assert "No space left on device" in res["stderr"]
+    assert res["limits_hit"] == ["disk"]
+    # a run that leaves room has none
+    almost = "open('/tmp/big', 'wb').write(b'x' * (60 << 20))\n"
+    assert run(almost)["limits_hit"] == []
 
 
 def test_writable_dirs_vanish_after_the_run():

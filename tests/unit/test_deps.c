@@ -139,11 +139,52 @@ static void test_the_profile_has_it(void)
 	sr_policy_free(p);
 }
 
+/* The allow list guards installs: what the profile meets needs no entry
+ * (`-r numpy` under the default policy, whose allow list is empty). */
+static void test_met_by_the_profile_needs_no_allow_entry(void)
+{
+	const char doc[] = "{\"filesystem\": {\"profile\": \"fake\"}, "
+			   "\"dependencies\": {\"allow\": []}}";
+	sr_policy *p = NULL;
+	sr_error err = { 0 };
+	CHECK_INT(sr_policy_load_json(doc, strlen(doc), "t.json", &p, &err), 0);
+	if (!p)
+		return;
+	const char *reqs[] = { "foo>=1.2", "bar-baz" };
+	sr_run_request r = {
+		.policy = p, .rootfs_dir = dir, .requirements = reqs, .n_requirements = 2
+	};
+	sr_result res;
+	memset(&res, 0, sizeof res);
+	sr_deps_layer *layer = NULL;
+	CHECK_INT(sr_deps_prepare(&r, &res, &layer, &err), 0);
+	CHECK(layer == NULL);
+	CHECK_INT(res.status, SR_STATUS_OK);
+	CHECK_INT(res.deps.n_from_profile, 2);
+	if (res.deps.n_from_profile == 2) {
+		CHECK_STR(res.deps.from_profile[0], "foo==1.2.3");
+		CHECK_STR(res.deps.from_profile[1], "bar-baz==2.0");
+	}
+	sr_result_free(&res);
+	/* what it does not meet still needs the entry */
+	const char *more[] = { "foo>1.2.3" };
+	r.requirements = more;
+	r.n_requirements = 1;
+	memset(&res, 0, sizeof res);
+	CHECK_INT(sr_deps_prepare(&r, &res, &layer, &err), 0);
+	CHECK_INT(res.status, SR_STATUS_ERROR);
+	CHECK_STR(res.message, "error: dependencies: \"foo\" is not allowed by "
+			       "policy.dependencies.allow (nothing was installed)");
+	sr_result_free(&res);
+	sr_policy_free(p);
+}
+
 int main(void)
 {
 	test_requirement_strings();
 	make_rootfs();
 	test_the_profile_has_it();
+	test_met_by_the_profile_needs_no_allow_entry();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0);

@@ -684,8 +684,12 @@ void sr_box_collect_artifacts(sr_box *b)
 	if (fd < 0)
 		return;
 	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
-	if (ws)
+	if (ws) {
+		/* Full when the run ended: the code met ENOSPC (the writable
+		 * dirs and /dev/shm share this one tmpfs). */
+		b->res->hit_tmpfs = sr_workspace_full(ws);
 		sr_artifacts_collect(ws, NULL, b->res);
+	}
 	sr_workspace_forget(ws);
 }
 
@@ -749,4 +753,62 @@ int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const s
 		    size_t n_binds, sr_result *res, sr_error *err)
 {
 	return sr_box_run_vetted(req, workdir_host, binds, n_binds, NULL, res, err);
+}
+
+/* Rejected for its syntax alone (SR001: the checker's tokenizer could
+ * not read it). */
+static bool only_syntax(const sr_result *res)
+{
+	if (res->status != SR_STATUS_REJECTED || !res->n_findings)
+		return false;
+	for (size_t i = 0; i < res->n_findings; i++)
+		if (strcmp(res->findings[i].rule, "SR001") != 0)
+			return false;
+	return true;
+}
+
+/* Compiles the code (code/main.py) and runs none of it: exit 1 with
+ * Python's own report of a SyntaxError (as the runner prints one: its
+ * source line is read from main.py in the current dir, hence the chdir),
+ * 0 when Python accepts what the checker could not read. */
+static const char compile_only_py[] =
+    "import os, sys\n"
+    "os.chdir('code')\n"
+    "try:\n"
+    "    compile(open('main.py', 'rb').read(), 'main.py', 'exec')\n"
+    "except SyntaxError as e:\n"
+    "    sys.excepthook(type(e), e.with_traceback(None), None)\n"
+    "    sys.exit(1)\n"
+    "except BaseException:\n"
+    "    sys.exit(2)\n";
+
+void sr_box_syntax_error(const sr_run_request *req, sr_result *res)
+{
+	if (!only_syntax(res))
+		return;
+	sr_file src = { .name = "code/main.py", .data = (void *)req->code, .size = req->code_size };
+	sr_run_request c = { .policy = req->policy,
+			     .code = compile_only_py,
+			     .code_size = sizeof compile_only_py - 1,
+			     .files = &src,
+			     .n_files = 1,
+			     .rootfs_dir = req->rootfs_dir,
+			     .no_check = true };
+	sr_result cr;
+	sr_error err = { 0 };
+	sr_box_init_result(&cr, req->policy);
+	/* Anything but Python's SyntaxError (it compiled, or the sandbox
+	 * failed): the checker's rejection stands, and no code ran. */
+	if (sr_box_run_vetted(&c, NULL, NULL, 0, NULL, &cr, &err) < 0 || cr.status != SR_STATUS_ERROR ||
+	    cr.exit_code != 1 || cr.out.len || !cr.err.len) {
+		sr_result_free(&cr);
+		return;
+	}
+	/* The run keeps its id (a kernel's, a warm sandbox's) and path. */
+	memcpy(cr.id, res->id, sizeof cr.id);
+	if (res->cgroup_mode[0])
+		memcpy(cr.cgroup_mode, res->cgroup_mode, sizeof cr.cgroup_mode);
+	cr.warm = res->warm;
+	sr_result_free(res);
+	*res = cr;
 }

@@ -53,6 +53,11 @@ int sr_box_vet(const sr_run_request *req, sr_result *res);
  * finish waits for its verdict (and frees the job; NULL: 0). */
 int sr_box_vet_start(const sr_run_request *req, sr_result *res, sr_check_job **job);
 int sr_box_vet_finish(sr_check_job *job, sr_result *res);
+/* A run rejected for its syntax alone (SR001) becomes Python's own
+ * SyntaxError, as `python3 main.py` shows it: status error, exit 1, the
+ * caret on stderr, from a sandbox that compiles the code and runs none of
+ * it. res is left as it is when Python accepts the code. */
+void sr_box_syntax_error(const sr_run_request *req, sr_result *res);
 /* Plan, cgroup, pipes: failures are the request's (nothing ran). */
 int sr_box_prepare(sr_box *b, sr_error *err);
 /* Clone into the namespaces, map ids, network, then b->vet's verdict

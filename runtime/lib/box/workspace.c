@@ -450,6 +450,13 @@ int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error
 	return 0;
 }
 
+bool sr_workspace_full(const sr_workspace *ws)
+{
+	struct statvfs sv;
+	return fstatvfs(ws->root_fd, &sv) == 0 &&
+	       (sv.f_bavail == 0 || (sv.f_files > 0 && sv.f_favail == 0));
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 /* Write data to a fresh temp file in dir, then rename it over name: a

@@ -18,4 +18,8 @@ void sr_workspace_forget(sr_workspace *ws);
  * A one-shot run's working dir, whose fd the sandbox hands over. */
 sr_workspace *sr_workspace_view(int root_fd, const char *label);
 
+/* ws's file system has no block or no inode left: a run that ends so hit
+ * its tmpfs cap (limits_hit "disk"). */
+bool sr_workspace_full(const sr_workspace *ws);
+
 #endif

@@ -568,10 +568,12 @@ out:
 }
 
 /* A whole JSON number 0..max, or (with strings) "123" or "0x7b" for the
- * full 64 bits JSON numbers cannot carry exactly. */
+ * full 64 bits JSON numbers cannot carry exactly. *out is 0 on an error:
+ * defined on every path (gcc -O3 cannot see that bad_value() fails). */
 static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max, int strings,
 		   uint64_t *out)
 {
+	*out = 0;
 	if (cJSON_IsNumber(v)) {
 		double x = v->valuedouble;
 		if (!isfinite(x) || x < 0 || x != floor(x) || x > JSON_MAX_EXACT ||

@@ -429,18 +429,14 @@ static int sort_requirements(const sr_run_request *req, char *const *reqs, size_
 		bool detected = i >= n_asked; /* a guess from the imports: never an error */
 		if (sr_deps_check_requirement(r, i, norm, sizeof norm, err) < 0)
 			return -1;
-		if (listed(d->ignore, d->n_ignore, norm) ||
-		    (detected && !listed(d->allow, d->n_allow, norm))) {
+		bool allowed = listed(d->allow, d->n_allow, norm);
+		if (listed(d->ignore, d->n_ignore, norm) || (detected && !allowed)) {
 			if (strv_push(&res->deps.ignored, &res->deps.n_ignored, norm) < 0)
 				return sr_fail(err, ENOMEM, "dependencies");
 			continue;
 		}
-		if (!listed(d->allow, d->n_allow, norm))
-			return dep_error(res,
-					 "\"%s\" is not allowed by policy.dependencies.allow "
-					 "(nothing was installed)",
-					 norm),
-			       1;
+		/* The allow list guards what gets installed: what the profile
+		 * already meets installs nothing, so it needs no entry. */
 		const dist *x = find_dist(have, norm);
 		if (x && sr_req_specs_hold(r, x->version)) {
 			char s[300];
@@ -449,6 +445,12 @@ static int sort_requirements(const sr_run_request *req, char *const *reqs, size_
 				return sr_fail(err, ENOMEM, "dependencies");
 			continue;
 		}
+		if (!allowed)
+			return dep_error(res,
+					 "\"%s\" is not allowed by policy.dependencies.allow "
+					 "(nothing was installed)",
+					 norm),
+			       1;
 		/* name and specifiers, without the blanks: the cache key's form */
 		char canon[SR_DEPS_REQ_MAX_LEN + 1];
 		size_t o = 0;

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "sandbox.h"
 #include "util.h"
+#include "workspace.h"
 
 #define CTL_MSG_MAX  65536
 #define FLAG_NOCHECK 1
@@ -187,8 +188,11 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	/* The kernel's checker settings, this run's allow list. */
 	sr_run_request vet = *req;
 	vet.policy = k->start.policy;
-	if (sr_box_vet(&vet, res) < 0)
+	vet.rootfs_dir = k->start.rootfs_dir;
+	if (sr_box_vet(&vet, res) < 0) {
+		sr_box_syntax_error(&vet, res);
 		return 0;
+	}
 	uint64_t wall, out;
 	run_limits(k, req, &wall, &out);
 	sr_cgroup_stats before;
@@ -213,8 +217,10 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 	if (!oc.done)
 		k->alive = false; /* the caller says what that means for its users */
 	freeze_between_runs(k);
-	if (k->ws)
+	if (k->ws) {
+		res->hit_tmpfs = sr_workspace_full(k->ws); /* the session's disk */
 		sr_artifacts_collect(k->ws, &snap, res);
+	}
 	sr_artifacts_snap_free(&snap);
 	return 0;
 }

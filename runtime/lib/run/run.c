@@ -44,12 +44,17 @@ int sr_run(const sr_run_request *req, sr_result *res, sr_error *err)
 	 * checker's child vets the code while the sandbox is built, and the
 	 * sandbox goes on only if it passed (sr_box_start). */
 	if (req->n_requirements) {
-		if (sr_box_vet(req, res) < 0)
+		if (sr_box_vet(req, res) < 0) {
+			sr_box_syntax_error(req, res);
 			return 0;
+		}
 		return run_cold(req, NULL, res, err);
 	}
 	sr_check_job *vet;
 	if (sr_box_vet_start(req, res, &vet) < 0)
 		return 0;
-	return run_cold(req, vet, res, err);
+	int rc = run_cold(req, vet, res, err);
+	if (rc == 0)
+		sr_box_syntax_error(req, res);
+	return rc;
 }

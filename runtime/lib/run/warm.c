@@ -834,7 +834,7 @@ static int vet_then_cold(sr_warm *w, const sr_run_request *req, sr_result *res, 
 	return cold(w, req, res, why, err);
 }
 
-int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
+static int warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (sr_box_check_request(req, err))
 		return -1;
@@ -897,4 +897,12 @@ int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error 
 	sr_box_collect_artifacts(&x->b);
 	retire(w, x, true);
 	return 0;
+}
+
+int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	int rc = warm_run(w, req, res, err);
+	if (rc == 0)
+		sr_box_syntax_error(req, res); /* a cold compile: rare, and nothing runs */
+	return rc;
 }
