@@ -83,13 +83,12 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME saferun)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "saferun maintainers <saferun@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Linux sandbox for untrusted (LLM-generated) code")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL tools library dev)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
-# A shlibs file and the ldconfig trigger for libsaferun0 (the only package
+# A shlibs file and ldconfig in postinst/postrm for libsaferun0 (the only package
 # with a shared library).
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(SAFERUN_DEB_LIBS "libc6, libseccomp2, libcap2, libnl-3-200, libnl-route-3-200, libcjson1")
