@@ -58,8 +58,9 @@ def host_apt():
     reads them, so that the rootfs comes from the mirror the profiles come from."""
     out = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "build-rootfs"), "__host-apt"],
                          capture_output=True, text=True, check=True).stdout
-    sources, _, opts = out.partition("# aptopts\n")
-    return sources, [o for o in opts.splitlines() if o]
+    suite, _, rest = out.partition("\n")
+    sources, _, opts = rest.partition("# aptopts\n")
+    return suite, sources, [o for o in opts.splitlines() if o]
 
 
 def mounts_under(path):
@@ -95,10 +96,7 @@ def debs(work):
 @pytest.fixture(scope="module")
 def rootfs(work, debs):
     root = os.path.join(work, "root")
-    sources, aptopts = host_apt()
-    suite = sources and subprocess.run(
-        ["sh", "-c", ". /etc/os-release && echo $VERSION_CODENAME"], capture_output=True,
-        text=True, check=True).stdout.strip()
+    suite, sources, aptopts = host_apt()
     cmd = ["mmdebstrap", "--mode=root", "--format=directory", "--variant=essential",
            f"--hook-dir={HOOKS}/maybe-merged-usr", f"--hook-dir={HOOKS}/file-mirror-automount",
            # mount: umount and mount --bind in there; gcc, libc6-dev and
