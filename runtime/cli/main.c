@@ -1,6 +1,7 @@
 /* saferun: the command line front-end over libsaferun. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,45 @@ static int slurp(const char *path, size_t cap, char **data, size_t *size, const 
 	return 0;
 }
 
+/* The files saferun ships next to itself: the source tree's when this
+ * binary is the one in the build tree it was built in (a checkout, the
+ * tests), the installed copies otherwise, so that an installed saferun needs
+ * nothing of the source tree (docs/deploy.md, "Installed files"). */
+enum shipped { SHIPPED_POLICIES, SHIPPED_PROFILES, SHIPPED_BUILD_ROOTFS, SHIPPED_IMPORT_ROOTFS };
+static const char *const source_files[] = {
+	SAFERUN_SOURCE_DIR "/policies",
+	SAFERUN_SOURCE_DIR "/rootfs/profiles",
+	SAFERUN_SOURCE_DIR "/scripts/build-rootfs",
+	SAFERUN_SOURCE_DIR "/scripts/import-rootfs",
+};
+static const char *const installed_files[] = {
+	SAFERUN_DATA_DIR "/policies",
+	SAFERUN_DATA_DIR "/profiles",
+	SAFERUN_LIBEXEC_DIR "/build-rootfs",
+	SAFERUN_LIBEXEC_DIR "/import-rootfs",
+};
+
+/* The build dir is compared by its real path: the binary's own
+ * (/proc/self/exe) is always resolved, SAFERUN_BUILD_DIR may not be. */
+static bool running_from_build_tree(void)
+{
+	char self[PATH_MAX], build[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0 || !realpath(SAFERUN_BUILD_DIR, build))
+		return false;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return strcmp(self, build) == 0;
+}
+
+static const char *shipped_path(enum shipped f)
+{
+	return (running_from_build_tree() ? source_files : installed_files)[f];
+}
+
 /* A --policy argument: a path, or a name looked up in the policies dir. */
 static int load_policy(const char *arg, sr_policy **p)
 {
@@ -153,7 +193,8 @@ static int load_policy(const char *arg, sr_policy **p)
 	snprintf(path, sizeof path, "%s", arg);
 	if (!strchr(arg, '/') && access(arg, F_OK) < 0) {
 		const char *dir = getenv("SAFERUN_POLICY_DIR");
-		snprintf(path, sizeof path, "%s/%s.json", dir ? dir : SAFERUN_POLICY_DIR, arg);
+		snprintf(path, sizeof path, "%s/%s.json",
+			 dir ? dir : shipped_path(SHIPPED_POLICIES), arg);
 	}
 	if (sr_policy_load_file(path, p, &err))
 		return usage_error("%s", err.msg);
@@ -587,7 +628,9 @@ static int cmd_policy(int argc, char **argv)
 }
 
 /* rootfs build/list: scripts/build-rootfs; rootfs import: scripts/import-rootfs,
- * which smoke-tests the imported tree with this binary (SAFERUN_BIN). */
+ * which smoke-tests the imported tree with this binary (SAFERUN_BIN). Both
+ * find the profiles through SAFERUN_PROFILES_DIR: installed, they do not sit
+ * next to them as in the source tree. */
 static int cmd_rootfs(int argc, char **argv)
 {
 	if (wants_help(argc, argv)) {
@@ -600,7 +643,9 @@ static int cmd_rootfs(int argc, char **argv)
 		    "usage: saferun rootfs build PROFILE... | list | import IMAGE.tar "
 		    "(see saferun rootfs --help)");
 	const char *script = getenv(import ? "SAFERUN_IMPORT_ROOTFS" : "SAFERUN_BUILD_ROOTFS");
-	script = script ? script : import ? SAFERUN_IMPORT_ROOTFS : SAFERUN_BUILD_ROOTFS;
+	if (!script)
+		script = shipped_path(import ? SHIPPED_IMPORT_ROOTFS : SHIPPED_BUILD_ROOTFS);
+	setenv("SAFERUN_PROFILES_DIR", shipped_path(SHIPPED_PROFILES), 0);
 	char self[4096];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (import && len > 0 && !getenv("SAFERUN_BIN")) {
