@@ -110,6 +110,8 @@ void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const 
 		cJSON_AddItemToArray(hit, cJSON_CreateString("memory"));
 	if (r->hit_pids)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("pids"));
+	if (r->hit_tmpfs)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("disk"));
 	if (r->truncated)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("output"));
 	if (r->message[0])

@@ -122,6 +122,8 @@ char *sr_result_to_json(const sr_result *res)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("memory"));
 	if (res->hit_pids)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("pids"));
+	if (res->hit_tmpfs)
+		cJSON_AddItemToArray(hit, cJSON_CreateString("disk"));
 	if (res->truncated)
 		cJSON_AddItemToArray(hit, cJSON_CreateString("output"));
 	cJSON_AddItemToObject(j, "limits", limits_json(&res->limits));

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -676,6 +678,17 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 	return sr_box_vet_finish(job, res);
 }
 
+/* The writable tmpfs ran out of inodes or blocks: the code got ENOSPC
+ * (or EDQUOT-like failures it may have hidden), which the result says
+ * ("disk" in limits_hit). Read at the end of the run, so a run that
+ * filled it and then deleted files is not counted. */
+static bool tmpfs_full(int wd_fd)
+{
+	struct statfs sf;
+	return fstatfs(wd_fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
+	       (sf.f_ffree == 0 || sf.f_bavail == 0);
+}
+
 /* The working dir the sandbox handed over (none if it died before its
  * mounts were done): its artifacts/ into the result. */
 void sr_box_collect_artifacts(sr_box *b)
@@ -683,6 +696,8 @@ void sr_box_collect_artifacts(sr_box *b)
 	int fd = b->wd[0] >= 0 ? sr_recv_fd(b->wd[0], MSG_DONTWAIT) : -1;
 	if (fd < 0)
 		return;
+	if (!b->workdir_host && tmpfs_full(fd))
+		b->res->hit_tmpfs = true;
 	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
 	if (ws)
 		sr_artifacts_collect(ws, NULL, b->res);
