@@ -59,9 +59,17 @@ static void set_rlimits(const sr_child *c)
 		{ RLIMIT_NOFILE, c->nofile_limit, "RLIMIT_NOFILE" },
 		{ RLIMIT_STACK, 8u << 20, "RLIMIT_STACK" },
 		{ RLIMIT_MEMLOCK, 0, "RLIMIT_MEMLOCK" },
+		/* Per-user kernel counts the sandbox's uid is charged: queued
+		 * signals and POSIX message-queue bytes. */
+		{ RLIMIT_SIGPENDING, 1024, "RLIMIT_SIGPENDING" },
+		{ RLIMIT_MSGQUEUE, 1u << 20, "RLIMIT_MSGQUEUE" },
 	};
 	for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-		struct rlimit rl = { limits[i].val, limits[i].val };
+		struct rlimit rl = { limits[i].val, limits[i].val }, cur;
+		/* Only ever lowered: what the supervisor was given is the
+		 * ceiling (raising a hard limit needs host CAP_SYS_RESOURCE). */
+		if (getrlimit(limits[i].res, &cur) == 0 && cur.rlim_max < rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max = cur.rlim_max;
 		if (setrlimit(limits[i].res, &rl) < 0)
 			sr_child_fail(c, errno, "set %s", limits[i].name);
 	}
