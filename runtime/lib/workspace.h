@@ -18,4 +18,8 @@ void sr_workspace_forget(sr_workspace *ws);
  * A one-shot run's working dir, whose fd the sandbox hands over. */
 sr_workspace *sr_workspace_view(int root_fd, const char *label);
 
+/* The host ids the workspace holds for its life (idslot.h): kernels over
+ * it map to them. NULL for a view. */
+const struct sr_idslot *sr_workspace_ids(const sr_workspace *ws);
+
 #endif
