@@ -9,7 +9,7 @@ warm (tests/CMakeLists.txt runs this file again with SAFERUN_TEST_PATH=warm,
 where the second sandbox is another `saferun run --warm`, so another zygote:
 the sandboxes of one pool share its counts, docs/warm.md).
 
-Today's kernel (5.11+ for inotify, 5.14+ for signals and message queues)
+The kernel (4.11+ for inotify, 5.14+ for signals and message queues)
 charges these per-user counts up the user namespace tree to the namespace's
 owner: they reach host root unless each sandbox's namespace has an owner of
 its own.
