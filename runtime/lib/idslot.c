@@ -66,14 +66,18 @@ static int try_slot(int dir, unsigned i)
 
 int sr_idslot_take(sr_idslot *s, sr_error *err)
 {
+	/* From a random slot: concurrent takers rarely try the same ones. */
+	char hex[5] = "0";
+	sr_random_hex(hex, 2);
+	return sr_idslot_take_from(s, (unsigned)strtoul(hex, NULL, 16), err);
+}
+
+int sr_idslot_take_from(sr_idslot *s, unsigned start, sr_error *err)
+{
 	*s = SR_IDSLOT_NONE;
 	int dir = open_dir(err);
 	if (dir < 0)
 		return -1;
-	/* From a random slot: concurrent takers rarely try the same ones. */
-	char hex[5] = "0";
-	sr_random_hex(hex, 2);
-	unsigned start = (unsigned)strtoul(hex, NULL, 16) % SR_ID_SLOTS;
 	for (unsigned k = 0; k < SR_ID_SLOTS; k++) {
 		unsigned i = (start + k) % SR_ID_SLOTS;
 		int fd = try_slot(dir, i);

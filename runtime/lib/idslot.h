@@ -27,6 +27,8 @@ typedef struct sr_idslot {
 /* Take a free slot (0), or -1 with err saying why (all in use, /run not
  * writable). */
 int sr_idslot_take(sr_idslot *s, sr_error *err);
+/* The same, trying slot start % SR_ID_SLOTS first, then the next ones. */
+int sr_idslot_take_from(sr_idslot *s, unsigned start, sr_error *err);
 /* Unlock it (nothing if none); its ids are free once no process holds them. */
 void sr_idslot_release(sr_idslot *s);
 
