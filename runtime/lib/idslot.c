@@ -48,7 +48,10 @@ static int open_dir(sr_error *err)
 	return fd < 0 ? sr_fail(err, errno, "open %s", SR_ID_SLOT_DIR) : fd;
 }
 
-/* Slot i locked by us (its fd), or -1: another holds it or it is busy. */
+/* Slot i locked by us (its fd), or -1: another holds it or it is busy.
+ * The file holds a byte while the slot may have processes: from the take
+ * until a release that saw them all end. Only then (a holder that crashed,
+ * or one that could not tell) is /proc looked at, which costs a few ms. */
 static int try_slot(int dir, unsigned i)
 {
 	char name[16];
@@ -56,8 +59,10 @@ static int try_slot(int dir, unsigned i)
 	int fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0 ||
-	    range_in_use(SR_HOST_ID_BASE + (uint32_t)i * SR_HOST_ID_COUNT)) {
+	struct stat st;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
+	    (st.st_size > 0 && range_in_use(SR_HOST_ID_BASE + (uint32_t)i * SR_HOST_ID_COUNT)) ||
+	    pwrite(fd, "1", 1, 0) != 1) {
 		close(fd);
 		return -1;
 	}
@@ -95,9 +100,13 @@ int sr_idslot_take_from(sr_idslot *s, unsigned start, sr_error *err)
 			 SR_ID_SLOTS, SR_ID_SLOT_DIR);
 }
 
-void sr_idslot_release(sr_idslot *s)
+void sr_idslot_release(sr_idslot *s, bool all_gone)
 {
-	if (s->fd >= 0)
+	if (s->fd >= 0) {
+		/* A failed truncate leaves the mark: the next taker looks. */
+		int rc = all_gone ? ftruncate(s->fd, 0) : 0;
+		(void)rc;
 		close(s->fd);
+	}
 	*s = SR_IDSLOT_NONE;
 }

@@ -9,6 +9,7 @@
 #ifndef SR_IDSLOT_H
 #define SR_IDSLOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -29,7 +30,9 @@ typedef struct sr_idslot {
 int sr_idslot_take(sr_idslot *s, sr_error *err);
 /* The same, trying slot start % SR_ID_SLOTS first, then the next ones. */
 int sr_idslot_take_from(sr_idslot *s, unsigned start, sr_error *err);
-/* Unlock it (nothing if none); its ids are free once no process holds them. */
-void sr_idslot_release(sr_idslot *s);
+/* Unlock it (nothing if none); its ids are free once no process holds
+ * them. all_gone: the caller saw every process of it end (its init
+ * reaped), so the next taker need not look. */
+void sr_idslot_release(sr_idslot *s, bool all_gone);
 
 #endif

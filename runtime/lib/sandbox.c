@@ -582,6 +582,7 @@ void sr_box_cleanup(sr_box *r)
 {
 	sr_check_abort(r->vet);
 	r->vet = NULL;
+	bool gone = true; /* nothing was cloned, or its init was reaped */
 	if (r->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 		siginfo_t si;
@@ -589,8 +590,9 @@ void sr_box_cleanup(sr_box *r)
 		 * killed every other process in it by then, so the group is
 		 * empty and removing it needs no freezer. A warm sandbox's
 		 * init is the zygote's child, not ours: its pidfd says when. */
-		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == ECHILD)
-			poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000);
+		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0)
+			gone = errno == ECHILD &&
+			       poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000) == 1;
 		close_fd(&r->pidfd);
 	}
 	if (r->pid > 0)
@@ -606,7 +608,7 @@ void sr_box_cleanup(sr_box *r)
 	r->egress = NULL;
 	sr_cgroup_destroy(r->cg, NULL);
 	r->cg = NULL;
-	sr_idslot_release(&r->ids); /* its processes are gone: reaped above */
+	sr_idslot_release(&r->ids, gone);
 	sr_mounts_plan_free(&r->plan);
 	sr_bpf_free(&r->filter);
 	free(r->envp);

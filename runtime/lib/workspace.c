@@ -386,7 +386,7 @@ static void teardown(sr_workspace *ws)
 		umount2(ws->path, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (ws->made_dir)
 		rmdir(ws->path);
-	sr_idslot_release(&ws->ids);
+	sr_idslot_release(&ws->ids, false); /* kernels over it are not ours to see */
 	free(ws->path);
 	free(ws);
 }

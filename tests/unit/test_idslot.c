@@ -30,12 +30,12 @@ static void test_two_takers_get_different_aligned_ranges(void)
 	sr_idslot c;
 	CHECK(sr_idslot_take_from(&c, slot_of(&a), &err) == 0 && c.base != a.base);
 	unsigned again = slot_of(&a);
-	sr_idslot_release(&a);
+	sr_idslot_release(&a, true);
 	CHECK(a.fd == -1);
 	CHECK(sr_idslot_take_from(&a, again, &err) == 0 && slot_of(&a) == again);
-	sr_idslot_release(&a);
-	sr_idslot_release(&b);
-	sr_idslot_release(&c);
+	sr_idslot_release(&a, true);
+	sr_idslot_release(&b, true);
+	sr_idslot_release(&c, true);
 }
 
 static void test_a_range_still_in_use_is_not_handed_out(void)
@@ -66,14 +66,14 @@ static void test_a_range_still_in_use_is_not_handed_out(void)
 	char c;
 	CHECK(read(ready[0], &c, 1) == 1);
 	close(ready[0]);
-	sr_idslot_release(&a);
+	sr_idslot_release(&a, false);
 	sr_idslot b;
 	CHECK(sr_idslot_take_from(&b, slot, &err) == 0 && slot_of(&b) != slot);
-	sr_idslot_release(&b);
+	sr_idslot_release(&b, true);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	CHECK(sr_idslot_take_from(&b, slot, &err) == 0 && slot_of(&b) == slot);
-	sr_idslot_release(&b);
+	sr_idslot_release(&b, true);
 }
 
 int main(void)
