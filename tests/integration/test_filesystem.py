@@ -63,6 +63,32 @@ except OSError as e:
     assert res["limits_hit"] == ["disk"]  # handled, and still said
 
 
+def test_writable_tmpfs_has_an_inode_cap_reported_as_disk():
+    """Empty files cost no pages: only nr_inodes (one per 4 KiB of the
+    tmpfs, 4096 for 16M) stops a run making millions of them."""
+    code = """
+import errno, os
+print(os.statvfs('/tmp').f_files)
+n = 0
+try:
+    while n < 20000:
+        open(f'/tmp/{n}', 'w').close()
+        n += 1
+    print('no cap', n)
+except OSError as e:
+    print(errno.errorcode[e.errno], n)
+"""
+    res = run(code, "--policy", os.path.join(os.path.dirname(__file__), "policies", "tmpfs16m.json"))
+    assert res["status"] == "ok", res
+    lines = res["stdout"].splitlines()
+    assert lines[0] == "4096", res["stdout"]
+    err, made = lines[1].split()
+    # The dirs of the tmpfs (its root, /work, /tmp, /dev/shm, artifacts/)
+    # and main.py hold a few of the 4096.
+    assert err == "ENOSPC" and 4096 - 32 <= int(made) < 4096, res["stdout"]
+    assert "disk" in res["limits_hit"], res
+
+
 def test_tmpfs_full_uncaught_is_an_error_status():
     code = "open('/tmp/big', 'wb').write(b'x' * (80 << 20))\n"
     res = run(code)

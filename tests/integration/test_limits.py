@@ -139,3 +139,15 @@ def test_stderr_has_its_own_cap():
     assert res["status"] == "output_limit", res
     assert res["stdout"] == "before\n"
     assert len(res["stderr"]) == 1 << 20
+
+
+def test_per_user_kernel_counts_have_rlimits_never_raised():
+    """Queued signals and POSIX message-queue bytes are counted per user:
+    the sandbox gets 1024 and 1 MiB, or the supervisor's own if lower."""
+    import resource
+    want = [min(1024, resource.getrlimit(resource.RLIMIT_SIGPENDING)[1]),
+            min(1 << 20, resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1])]
+    res = run("import resource as r\n"
+              "print(*r.getrlimit(r.RLIMIT_SIGPENDING), *r.getrlimit(r.RLIMIT_MSGQUEUE))\n")
+    assert res["status"] == "ok", res
+    assert res["stdout"].split() == [str(want[0])] * 2 + [str(want[1])] * 2, res

@@ -76,3 +76,14 @@ def test_plain_fork_and_subprocess_work():
     res = run(code)
     assert res["status"] == "ok", res
     assert res["stdout"].strip() == "42"
+
+
+def test_aio_is_enosys():
+    """AIO contexts come out of fs.aio-max-nr, one count for the whole host
+    (test_shared_resources.py shows the host keeps it)."""
+    ctx = "ctypes.addressof(ctypes.c_ulong(0))"
+    res = run(PRELUDE + f"print(sc(206, 1, {ctx}), sc(207, 0), sc(208, 0, 0, 0), sc(209, 0, 0, 0), "
+              "sc(210, 0, 0, 0, 0), sc(333, 0, 0, 0, 0, 0, 0))\n")
+    assert res["status"] == "ok", res
+    assert res["stdout"].split() == ["ENOSYS"] * 6, res
+

@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "ids.h"
+#include "idslot.h"
 #include "saferun.h"
 #include "workspace.h"
 
@@ -39,12 +40,17 @@
 
 static char base[64]; /* a fresh base dir under /tmp */
 
+/* The host uid of the sandbox user of the workspace made last. */
+static uid_t sandbox_host_uid;
+
 static sr_workspace *make(const char *id, uint64_t size)
 {
 	sr_error err = { 0 };
 	sr_workspace *ws = NULL;
 	if (sr_workspace_create(base, id, size, &ws, &err) < 0)
 		fprintf(stderr, "create %s: %s\n", id, err.msg);
+	else
+		sandbox_host_uid = sr_workspace_ids(ws)->base + SR_SANDBOX_UID;
 	return ws;
 }
 
@@ -117,8 +123,8 @@ static int read_errno(sr_workspace *ws, const char *path, size_t max)
 static int owned_by_sandbox(const char *path)
 {
 	struct stat st;
-	return lstat(path, &st) == 0 && st.st_uid == SR_SANDBOX_HOST_UID &&
-	       st.st_gid == SR_SANDBOX_HOST_GID;
+	return lstat(path, &st) == 0 && st.st_uid == sandbox_host_uid &&
+	       st.st_gid == sandbox_host_uid;
 }
 
 static void test_create_mounts_a_capped_tmpfs_owned_by_the_sandbox_user(void)
@@ -131,7 +137,9 @@ static void test_create_mounts_a_capped_tmpfs_owned_by_the_sandbox_user(void)
 	CHECK_STR(sr_workspace_path(ws), path);
 	CHECK(mounted(path, opts, sizeof opts));
 	CHECK(strstr(opts, "nosuid") && strstr(opts, "nodev"));
-	CHECK_INT(SR_SANDBOX_HOST_UID, 1879049192);
+	/* A slot of its own, never host root's ids nor below the pool. */
+	CHECK(sandbox_host_uid >= SR_HOST_ID_BASE + SR_SANDBOX_UID &&
+	      (sandbox_host_uid - SR_SANDBOX_UID) % SR_HOST_ID_COUNT == 0);
 
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0755);

@@ -52,6 +52,15 @@ typedef struct sr_fs_spec {
 	size_t n_binds;
 } sr_fs_spec;
 
+/* The inode cap (tmpfs nr_inodes) of a writable tmpfs of size bytes: one
+ * per 4 KiB, at least 1024. Without it empty files cost no pages, only
+ * inodes and dentries the memory limit may not see (cgroup v1 without
+ * kmem accounting), and a run could make millions. */
+static inline uint64_t sr_tmpfs_inodes(uint64_t size)
+{
+	return size / 4096 > 1024 ? size / 4096 : 1024;
+}
+
 /* Where the profile lives: NULL rootfs for "host"; otherwise DIR/PROFILE,
  * checked to hold a python3. Caller frees *rootfs. */
 int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err);

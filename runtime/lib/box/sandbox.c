@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,14 +67,15 @@ static __attribute__((noreturn)) void contain(sr_child *c)
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(127); /* the supervisor gave up on us */
 	close(c->sync_fd);
-	/* The maps are written: become the namespace's root (host uid
-	 * SR_HOST_ID_BASE), or files we create would belong to no one. */
+	/* The maps are written: become the namespace's root (the first uid
+	 * of its host id slot), or files we create would belong to no one. */
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
 	    syscall(SYS_setresuid, 0, 0, 0) < 0) /* raw: see caps.c */
 		sr_child_fail(c, errno, "become root of the user namespace");
 	/* Now inside our cgroup: make it the root of what /proc shows. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		sr_child_fail(c, errno, "create the cgroup namespace");
+	sr_child_bound_user_counts(c);
 	if ((rc = sr_mounts_apply(c->plan, c->workdir, what, sizeof what)) < 0)
 		sr_child_fail(c, -rc, "%s", what);
 	if (c->wd_fd >= 0)
@@ -312,9 +316,38 @@ static void make_cold_init(void)
 	cold_init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
 }
 
+static uint32_t host_id_base(const sr_box *r)
+{
+	return r->shared_ids ? r->shared_ids->base : r->ids.base;
+}
+
+/* This thread's effective uid (raw syscalls: glibc's setresuid changes
+ * every thread of the process), keeping its capabilities in effect:
+ * ruid and suid stay 0, so permitted is kept, and the capset puts it back
+ * in effect (CLONE_INTO_CGROUP checks write access to the groups as the
+ * creator). Back to 0, the kernel restores them by itself. */
+static int set_thread_euid(uid_t euid)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_setresuid, -1, euid, -1) < 0 || syscall(SYS_capget, &h, d) < 0)
+		return -1;
+	d[0].effective = d[0].permitted;
+	d[1].effective = d[1].permitted;
+	return syscall(SYS_capset, &h, d) < 0 ? -1 : 0;
+}
+
 static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 {
 	pthread_once(&cold_init_once, make_cold_init);
+	/* The new user namespace is owned by the creator's euid: the first
+	 * uid of the slot, not root, for this one call. */
+	if (set_thread_euid(host_id_base(r)) < 0) {
+		int e = errno;
+		syscall(SYS_setresuid, -1, 0, -1);
+		errno = e;
+		return -1;
+	}
 	struct clone_args ca = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 			 CLONE_NEWUTS | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0),
@@ -323,6 +356,14 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 		.cgroup = into_cgroup ? (uint64_t)sr_cgroup_fd(r->cg) : 0,
 	};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+	if (pid != 0) { /* the parent, or no child */
+		int e = errno;
+		/* Cannot fail for a thread whose ruid is 0; if it did, every
+		 * later step of this thread would fail in confusing ways. */
+		if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+			abort();
+		errno = e;
+	}
 	if (pid == 0) {
 		const sr_policy *p = r->p;
 		sr_child c = {
@@ -355,10 +396,10 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 	return pid;
 }
 
-static int write_id_maps(pid_t pid, sr_error *err)
+static int write_id_maps(pid_t pid, uint32_t base, sr_error *err)
 {
 	char path[64], map[64];
-	snprintf(map, sizeof map, "0 %u %u\n", SR_HOST_ID_BASE, SR_HOST_ID_COUNT);
+	snprintf(map, sizeof map, "0 %u %u\n", base, SR_HOST_ID_COUNT);
 	const char *files[] = { "uid_map", "gid_map" };
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof path, "/proc/%d/%s", pid, files[i]);
@@ -401,8 +442,9 @@ int sr_box_start(sr_box *r, sr_error *err)
 	close_fd(&r->wd[1]);
 	for (int i = 0; i < r->n_join_fds; i++)
 		close_fd(&r->join_fds[i]);
-	if (write_id_maps(r->pid, err) || (attach && sr_cgroup_attach(r->cg, r->pid, err)) ||
-	    sr_net_setup(r->pidfd, err) || (r->egress && sr_egress_start(r->egress, r->pid, err)))
+	if (write_id_maps(r->pid, host_id_base(r), err) ||
+	    (attach && sr_cgroup_attach(r->cg, r->pid, err)) || sr_net_setup(r->pidfd, err) ||
+	    (r->egress && sr_egress_start(r->egress, r->pid, err)))
 		return -1;
 	/* The checker has been vetting the code meanwhile: the child goes on
 	 * (mounts, lock-down, the code) only if it passed. */
@@ -540,6 +582,7 @@ void sr_box_cleanup(sr_box *r)
 {
 	sr_check_abort(r->vet);
 	r->vet = NULL;
+	bool gone = true; /* nothing was cloned, or its init was reaped */
 	if (r->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 		siginfo_t si;
@@ -547,8 +590,9 @@ void sr_box_cleanup(sr_box *r)
 		 * killed every other process in it by then, so the group is
 		 * empty and removing it needs no freezer. A warm sandbox's
 		 * init is the zygote's child, not ours: its pidfd says when. */
-		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == ECHILD)
-			poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000);
+		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0)
+			gone = errno == ECHILD &&
+			       poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000) == 1;
 		close_fd(&r->pidfd);
 	}
 	if (r->pid > 0)
@@ -564,6 +608,7 @@ void sr_box_cleanup(sr_box *r)
 	r->egress = NULL;
 	sr_cgroup_destroy(r->cg, NULL);
 	r->cg = NULL;
+	sr_idslot_release(&r->ids, gone);
 	sr_mounts_plan_free(&r->plan);
 	sr_bpf_free(&r->filter);
 	free(r->envp);
@@ -586,7 +631,8 @@ void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 		       .out = { -1, -1 },
 		       .err = { -1, -1 },
 		       .ctl = { -1, -1 },
-		       .wd = { -1, -1 } };
+		       .wd = { -1, -1 },
+		       .ids = SR_IDSLOT_NONE };
 }
 
 int sr_box_prepare(sr_box *b, sr_error *err)
@@ -595,8 +641,8 @@ int sr_box_prepare(sr_box *b, sr_error *err)
 	 * (warm.c) keeps no network of its own: egress runs are cold. */
 	if (b->p->net_mode == SR_NET_EGRESS && !b->zygote && sr_egress_plan(b->p, &b->egress, err))
 		return -1;
-	if (prepare(b, err) || sr_cgroup_create(b->res->id, &b->p->limits, &b->cg, err) ||
-	    open_pipes(b, err))
+	if (prepare(b, err) || (!b->shared_ids && sr_idslot_take(&b->ids, err)) ||
+	    sr_cgroup_create(b->res->id, &b->p->limits, &b->cg, err) || open_pipes(b, err))
 		return -1;
 	snprintf(b->res->cgroup_mode, sizeof b->res->cgroup_mode, "%s",
 		 sr_cgroup_mode_name(sr_cgroup_get_mode(b->cg)));
@@ -676,6 +722,17 @@ int sr_box_vet(const sr_run_request *req, sr_result *res)
 	return sr_box_vet_finish(job, res);
 }
 
+/* The writable tmpfs ran out of inodes or blocks: the code got ENOSPC
+ * (or EDQUOT-like failures it may have hidden), which the result says
+ * ("disk" in limits_hit). Read at the end of the run, so a run that
+ * filled it and then deleted files is not counted. */
+static bool tmpfs_full(int wd_fd)
+{
+	struct statfs sf;
+	return fstatfs(wd_fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
+	       (sf.f_ffree == 0 || sf.f_bavail == 0);
+}
+
 /* The working dir the sandbox handed over (none if it died before its
  * mounts were done): its artifacts/ into the result. */
 void sr_box_collect_artifacts(sr_box *b)
@@ -683,6 +740,8 @@ void sr_box_collect_artifacts(sr_box *b)
 	int fd = b->wd[0] >= 0 ? sr_recv_fd(b->wd[0], MSG_DONTWAIT) : -1;
 	if (fd < 0)
 		return;
+	if (!b->workdir_host && tmpfs_full(fd))
+		b->res->hit_tmpfs = true;
 	sr_workspace *ws = sr_workspace_view(fd, b->res->id);
 	if (ws) {
 		/* Full when the run ended: the code met ENOSPC (the writable

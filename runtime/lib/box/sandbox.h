@@ -9,6 +9,7 @@
 
 #include "cgroup.h"
 #include "checker.h"
+#include "idslot.h"
 #include "mounts.h"
 #include "saferun.h"
 #include "seccomp_bpf.h"
@@ -40,6 +41,11 @@ typedef struct sr_box {
 	pid_t pid;
 	struct sr_egress *egress; /* network mode egress: veth and rules, else NULL */
 	sr_check_job *vet;        /* the checker, vetting the code while the box is built */
+	/* The host ids its user namespace maps to and is owned by: its own
+	 * (taken in sr_box_prepare), or a workspace's (shared_ids, set by the
+	 * caller) so a session's files keep one owner across its kernels. */
+	sr_idslot ids;
+	const sr_idslot *shared_ids;
 } sr_box;
 
 /* Every fd -1, nothing allocated. */

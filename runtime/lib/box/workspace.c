@@ -28,6 +28,7 @@
 
 #include "error.h"
 #include "ids.h"
+#include "idslot.h"
 #include "util.h"
 
 #define WS_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -42,6 +43,9 @@ struct sr_workspace {
 	uint64_t cap;         /* bytes, as asked for */
 	int root_fd;          /* O_PATH on the mounted root */
 	bool made_dir, mount; /* what teardown undoes */
+	/* Its host ids, held for its life: every kernel over it maps to
+	 * them, so its files keep one owner (the slot's uid 1000). */
+	sr_idslot ids;
 };
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -133,9 +137,20 @@ static int ws_fail(const sr_workspace *ws, sr_error *err, int errnum, const char
 	}
 }
 
+/* The sandbox user as the host sees it: the owner of ws's files. */
+static uid_t sandbox_uid(const sr_workspace *ws)
+{
+	return ws->ids.base + SR_SANDBOX_UID;
+}
+
+static gid_t sandbox_gid(const sr_workspace *ws)
+{
+	return ws->ids.base + SR_SANDBOX_GID;
+}
+
 /* The dir name below dirfd as an O_PATH fd; with create, made first when
  * missing (0755, owned by the sandbox user). -errno on failure. */
-static int open_dir(int dirfd, const char *name, bool create)
+static int open_dir(const sr_workspace *ws, int dirfd, const char *name, bool create)
 {
 	int fd = ws_open(dirfd, name, O_PATH | O_DIRECTORY, 0);
 	if (fd >= 0 || errno != ENOENT || !create)
@@ -147,7 +162,7 @@ static int open_dir(int dirfd, const char *name, bool create)
 		return -errno;
 	/* Through the fd: whatever the sandbox may have swapped in at the name
 	 * since, it is a dir on this mount. */
-	if (made && fchownat(fd, "", SR_SANDBOX_HOST_UID, SR_SANDBOX_HOST_GID, AT_EMPTY_PATH) < 0) {
+	if (made && fchownat(fd, "", sandbox_uid(ws), sandbox_gid(ws), AT_EMPTY_PATH) < 0) {
 		int e = errno;
 		close(fd);
 		return -e;
@@ -171,7 +186,7 @@ static int open_parent(const sr_workspace *ws, const char *path, bool create, co
 		}
 		memcpy(part, path, len);
 		part[len] = '\0';
-		int next = open_dir(fd, part, create);
+		int next = open_dir(ws, fd, part, create);
 		close(fd);
 		if (next < 0)
 			return next;
@@ -345,7 +360,7 @@ static int mount_tmpfs(sr_workspace *ws, sr_error *err)
 	char data[160];
 	snprintf(data, sizeof data,
 		 "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0755,uid=%u,gid=%u", ws->cap, inodes,
-		 SR_SANDBOX_HOST_UID, SR_SANDBOX_HOST_GID);
+		 sandbox_uid(ws), sandbox_gid(ws));
 	if (mount("tmpfs", ws->path, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0)
 		return sr_fail(err, errno, "mount a tmpfs (%s) on %s", data, ws->path);
 	ws->mount = true;
@@ -359,7 +374,7 @@ static int make_layout(sr_workspace *ws, sr_error *err)
 {
 	static const char *const dirs[] = { "src", "artifacts" };
 	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-		int fd = open_dir(ws->root_fd, dirs[i], true);
+		int fd = open_dir(ws, ws->root_fd, dirs[i], true);
 		if (fd == -ENOSYS)
 			return sr_refuse(err, ENOSYS,
 					 "workspaces need openat2 (Linux 5.6 or later)");
@@ -379,6 +394,7 @@ static void teardown(sr_workspace *ws)
 		umount2(ws->path, MNT_DETACH | UMOUNT_NOFOLLOW);
 	if (ws->made_dir)
 		rmdir(ws->path);
+	sr_idslot_release(&ws->ids, false); /* kernels over it are not ours to see */
 	free(ws->path);
 	free(ws);
 }
@@ -400,7 +416,9 @@ int sr_workspace_create(const char *base_dir, const char *id, uint64_t size_byte
 		return sr_fail(err, ENOMEM, "allocate workspace %s", id);
 	ws->root_fd = -1;
 	ws->cap = size_bytes;
-	if (make_mount_point(ws, base, id, err) || mount_tmpfs(ws, err) || make_layout(ws, err)) {
+	ws->ids = SR_IDSLOT_NONE;
+	if (sr_idslot_take(&ws->ids, err) || make_mount_point(ws, base, id, err) ||
+	    mount_tmpfs(ws, err) || make_layout(ws, err)) {
 		teardown(ws);
 		return -1;
 	}
@@ -432,6 +450,7 @@ sr_workspace *sr_workspace_view(int root_fd, const char *label)
 	}
 	ws->id = ws->path;
 	ws->root_fd = root_fd;
+	ws->ids = SR_IDSLOT_NONE; /* a run's working dir: read, never written */
 	return ws;
 }
 
@@ -476,7 +495,8 @@ static int check_target(int dir, const char *name)
 	return rc;
 }
 
-static int replace_file(int dir, const char *name, const void *data, size_t size)
+static int replace_file(const sr_workspace *ws, int dir, const char *name, const void *data,
+			size_t size)
 {
 	char tmp[40] = ".sr-write-";
 	int rc = check_target(dir, name);
@@ -487,7 +507,7 @@ static int replace_file(int dir, const char *name, const void *data, size_t size
 	int fd = ws_open(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
-	if (fchown(fd, SR_SANDBOX_HOST_UID, SR_SANDBOX_HOST_GID) < 0)
+	if (fchown(fd, sandbox_uid(ws), sandbox_gid(ws)) < 0)
 		rc = -errno;
 	for (size_t off = 0; rc == 0 && off < size;) {
 		ssize_t n = write(fd, (const char *)data + off, size - off);
@@ -515,7 +535,7 @@ int sr_workspace_write(sr_workspace *ws, const char *path, const void *data, siz
 	int dir = open_parent(ws, path, true, &name);
 	if (dir < 0)
 		return ws_fail(ws, err, -dir, "write", path);
-	int rc = replace_file(dir, name, data, size);
+	int rc = replace_file(ws, dir, name, data, size);
 	close(dir);
 	return rc < 0 ? ws_fail(ws, err, -rc, "write", path) : 0;
 }
@@ -869,4 +889,9 @@ int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err)
 	free(names);
 	close(fd);
 	return rc < 0 ? -1 : removed;
+}
+
+const sr_idslot *sr_workspace_ids(const sr_workspace *ws)
+{
+	return ws->ids.fd >= 0 ? &ws->ids : NULL;
 }

@@ -22,4 +22,8 @@ sr_workspace *sr_workspace_view(int root_fd, const char *label);
  * its tmpfs cap (limits_hit "disk"). */
 bool sr_workspace_full(const sr_workspace *ws);
 
+/* The host ids the workspace holds for its life (idslot.h): kernels over
+ * it map to them. NULL for a view. */
+const struct sr_idslot *sr_workspace_ids(const sr_workspace *ws);
+
 #endif

@@ -59,9 +59,17 @@ static void set_rlimits(const sr_child *c)
 		{ RLIMIT_NOFILE, c->nofile_limit, "RLIMIT_NOFILE" },
 		{ RLIMIT_STACK, 8u << 20, "RLIMIT_STACK" },
 		{ RLIMIT_MEMLOCK, 0, "RLIMIT_MEMLOCK" },
+		/* Per-user kernel counts the sandbox's uid is charged: queued
+		 * signals and POSIX message-queue bytes. */
+		{ RLIMIT_SIGPENDING, 1024, "RLIMIT_SIGPENDING" },
+		{ RLIMIT_MSGQUEUE, 1u << 20, "RLIMIT_MSGQUEUE" },
 	};
 	for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-		struct rlimit rl = { limits[i].val, limits[i].val };
+		struct rlimit rl = { limits[i].val, limits[i].val }, cur;
+		/* Only ever lowered: what the supervisor was given is the
+		 * ceiling (raising a hard limit needs host CAP_SYS_RESOURCE). */
+		if (getrlimit(limits[i].res, &cur) == 0 && cur.rlim_max < rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max = cur.rlim_max;
 		if (setrlimit(limits[i].res, &rl) < 0)
 			sr_child_fail(c, errno, "set %s", limits[i].name);
 	}
@@ -122,6 +130,47 @@ void sr_child_send_workdir(sr_child *c)
 	close(fd);
 	close(c->wd_fd);
 	c->wd_fd = -1;
+}
+
+/* The per-user counts of the sandbox's own user namespace, set by its root
+ * (the kernel lets a namespace's CAP_SYS_RESOURCE holder set them) before
+ * the code runs: the code's uid may hold this much, and every count is
+ * charged again to the namespace's owner on the host. A missing file (an
+ * older kernel) is skipped. */
+void sr_child_bound_user_counts(const sr_child *c)
+{
+	static const struct {
+		const char *name, *value;
+		bool any; /* also for a zygote, whose sandboxes need the rest */
+	} counts[] = {
+		/* clang-format off */
+		{ "max_inotify_instances", "128", true },
+		{ "max_inotify_watches", "8192", true },
+		{ "max_user_namespaces", "0", true },
+		{ "max_fanotify_groups", "0", true },
+		{ "max_fanotify_marks", "0", true },
+		{ "max_mnt_namespaces", "0", false },
+		{ "max_pid_namespaces", "0", false },
+		{ "max_net_namespaces", "0", false },
+		{ "max_ipc_namespaces", "0", false },
+		{ "max_uts_namespaces", "0", false },
+		{ "max_cgroup_namespaces", "0", false },
+		{ "max_time_namespaces", "0", false },
+		/* clang-format on */
+	};
+	for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+		if (c->keep_privileges && !counts[i].any)
+			continue;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/sys/user/%s", counts[i].name);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		size_t n = strlen(counts[i].value);
+		if (fd < 0 || write(fd, counts[i].value, n) != (ssize_t)n)
+			sr_child_fail(c, errno, "write %s", path);
+		close(fd);
+	}
 }
 
 void sr_child_lock_down(sr_child *c)

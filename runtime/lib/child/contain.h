@@ -36,6 +36,10 @@ typedef struct sr_child {
 /* Report the failed step up the report pipe and _exit(127). */
 void sr_child_fail(const sr_child *c, int errnum, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
+/* As root of the sandbox's fresh user namespace, after its last namespace
+ * is made: its per-user counts (/proc/sys/user: inotify instances and
+ * watches, and no namespaces of its own). Fails through sr_child_fail. */
+void sr_child_bound_user_counts(const sr_child *c);
 /* Hand the supervisor the working dir (the cwd) as an O_PATH fd. */
 void sr_child_send_workdir(sr_child *c);
 /* rlimits, stdio, every privilege dropped (not for keep_privileges),

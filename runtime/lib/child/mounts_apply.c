@@ -88,11 +88,12 @@ static int mask(const char *dst, const char *devnull)
 
 static int apply_one(const sr_mount_op *op)
 {
-	char src[PATH_MAX], data[64];
+	char src[PATH_MAX], data[96];
 	switch (op->kind) {
 	case OP_TMPFS:
-		snprintf(data, sizeof data, "size=%llu,mode=%o", (unsigned long long)op->size,
-			 op->mode);
+		snprintf(data, sizeof data, "size=%llu,nr_inodes=%llu,mode=%o",
+			 (unsigned long long)op->size,
+			 (unsigned long long)sr_tmpfs_inodes(op->size), op->mode);
 		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, data) < 0 ? -errno
 											: 0;
 	case OP_BIND:
@@ -202,7 +203,9 @@ int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size)
 	/* Staged over the zygote's /proc (a dir that exists in every root and
 	 * is replaced below anyway), its dirs bound into place, then detached:
 	 * nothing of it is reachable but those dirs. */
-	snprintf(path, sizeof path, "size=%llu,mode=755", (unsigned long long)s->tmpfs_bytes);
+	snprintf(path, sizeof path, "size=%llu,nr_inodes=%llu,mode=755",
+		 (unsigned long long)s->tmpfs_bytes,
+		 (unsigned long long)sr_tmpfs_inodes(s->tmpfs_bytes));
 	STEP(SYS(mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV, path)),
 	     "mount the writable tmpfs");
 	for (size_t i = 0; i < s->n_writable; i++) {

@@ -50,6 +50,8 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 	sr_box_init(&k->box, &k->start, &k->info);
 	k->box.kernel = true;
 	k->box.workdir_host = o->workspace ? sr_workspace_path(o->workspace) : NULL;
+	/* The workspace's ids: its files keep their owner from kernel to kernel. */
+	k->box.shared_ids = o->workspace ? sr_workspace_ids(o->workspace) : NULL;
 	k->ws = o->workspace;
 	if (o->deps_layer) {
 		if (sr_deps_bind(o->policy, o->rootfs_dir, o->deps_layer, &k->layer, err)) {
