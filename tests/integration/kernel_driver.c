@@ -86,9 +86,10 @@ int main(int argc, char **argv)
 		struct cell c = { 0 };
 		parse_cell(argv[i], &c);
 		if (c.pause_ms)
-			nanosleep(&(struct timespec){ .tv_sec = (time_t)(c.pause_ms / 1000),
-						      .tv_nsec = (long)(c.pause_ms % 1000) * 1000000L },
-				  NULL);
+			nanosleep(
+			    &(struct timespec){ .tv_sec = (time_t)(c.pause_ms / 1000),
+						.tv_nsec = (long)(c.pause_ms % 1000) * 1000000L },
+			    NULL);
 		if ((!k || !sr_kernel_alive(k)) &&
 		    (sr_kernel_stop(k), k = NULL, sr_kernel_start(&o, &k, &err) < 0)) {
 			fprintf(stderr, "kernel start: %s\n", err.msg);
