@@ -37,7 +37,7 @@ void srd_handle_session_create(srd_ctx *ctx, const srd_request *req, srd_respons
 {
 	srd_ferr e = { 0 };
 	cJSON *doc = NULL;
-	srd_run_opts o;
+	srd_run_opts o = { 0 }; /* freed even when the body is not JSON */
 	srd_session *ss = NULL;
 	if (parse_body(req, SRD_OPTS_SESSION, &doc, &o, &e) == 0 &&
 	    srd_session_create(ctx, &o, req->peer, &ss, &e) == 0) {

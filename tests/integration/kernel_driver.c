@@ -1,13 +1,14 @@
 /* Drives one sr_kernel over a workspace for test_kernel.py: each argument
  * after the profile is one run's code, optionally headed by directives
  * ("#!timeout=300", "#!output=100", "#!stdin=TEXT", "#!allow=NAME",
- * "#!nocheck" lines). Prints one JSON line per run (the result plus
+ * "#!nocheck", "#!pause=MS": wait that long between the runs, lines). Prints one JSON line per run (the result plus
  * "alive"), then the workspace's listing, then destroys everything.
  * A run into a dead kernel starts a new one first (as saferund does).
  * usage: kernel_driver PROFILE WORKSPACE_BASE CODE... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "saferun.h"
 
@@ -17,7 +18,7 @@ struct cell {
 	const char *allow[4];
 	size_t n_allow;
 	bool no_check;
-	uint64_t wall_ms, output_bytes;
+	uint64_t wall_ms, output_bytes, pause_ms;
 };
 
 static void parse_cell(char *text, struct cell *c)
@@ -38,6 +39,8 @@ static void parse_cell(char *text, struct cell *c)
 			c->allow[c->n_allow++] = d + 6;
 		else if (strcmp(d, "nocheck") == 0)
 			c->no_check = true;
+		else if (strncmp(d, "pause=", 6) == 0)
+			c->pause_ms = strtoull(d + 6, NULL, 10);
 		text = nl + 1;
 	}
 	c->code = text;
@@ -82,6 +85,11 @@ int main(int argc, char **argv)
 	for (int i = 3; i < argc && rc == 0; i++) {
 		struct cell c = { 0 };
 		parse_cell(argv[i], &c);
+		if (c.pause_ms)
+			nanosleep(
+			    &(struct timespec){ .tv_sec = (time_t)(c.pause_ms / 1000),
+						.tv_nsec = (long)(c.pause_ms % 1000) * 1000000L },
+			    NULL);
 		if ((!k || !sr_kernel_alive(k)) &&
 		    (sr_kernel_stop(k), k = NULL, sr_kernel_start(&o, &k, &err) < 0)) {
 			fprintf(stderr, "kernel start: %s\n", err.msg);

@@ -184,6 +184,78 @@ print("ifdown", ifdown())
 """
 
 
+# In the sandbox: listen on 7070, reach the allowed server, accept for a
+# while, then show the listener was up (from inside, over lo).
+LISTENER = r"""
+import socket, time
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("0.0.0.0", 7070)); srv.listen(16); srv.settimeout(0.2)
+c = socket.create_connection((SERVER, 8080), timeout=5)
+print("egress", c.recv(100).decode()); c.close()
+accepted, end = [], time.time() + 8
+while time.time() < end:
+    try:
+        conn, peer = srv.accept(); accepted.append(peer[0]); conn.close()
+    except socket.timeout:
+        pass
+print("accepted", accepted)
+socket.create_connection(("127.0.0.1", 7070), timeout=3); print("listening")
+"""
+
+# From the "LAN neighbour" (tnet's netns: its default route is the host):
+# one TCP connect, and how it went.
+CONNECT = r"""
+import errno, socket, sys
+try:
+    socket.create_connection((sys.argv[1], 7070), timeout=1); print("connected")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+"""
+
+
+def sandbox_links():
+    return {l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()
+            if l.startswith("sr-")}
+
+
+def sandbox_address(link):
+    """The sandbox end of a host veth (its host end + 1), or None."""
+    for word in ip("-4", "-o", "addr", "show", "dev", link, check=False).stdout.split():
+        if word.startswith("10.213."):
+            host = socket.inet_aton(word.split("/")[0])
+            return socket.inet_ntoa((int.from_bytes(host, "big") + 1).to_bytes(4, "big"))
+    return None
+
+
+def test_a_lan_neighbour_cannot_route_into_a_sandbox(tnet, tmp_path):
+    """Egress turns forwarding on for the uplink to the allowed server (here
+    tnet's veth): the host must still forward nothing new into a sandbox."""
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080], "proto": "tcp"}])
+    before = sandbox_links()
+    p = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
+                          "--policy", pol, "-c", f"SERVER = {tnet.server!r}\n" + LISTENER],
+                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    tries, seen, end = [], {}, time.time() + 60
+    while p.poll() is None and time.time() < end:
+        seen.update({link: sandbox_address(link) for link in sandbox_links() - before})
+        for addr in filter(None, seen.values()):
+            r = subprocess.run(["ip", "netns", "exec", tnet.ns, "/usr/bin/python3", "-c",
+                                CONNECT, addr], capture_output=True, text=True, timeout=30)
+            tries.append(r.stdout.strip())
+        time.sleep(0.1)
+    res = json.loads(p.communicate(timeout=120)[0])
+    assert res["status"] == "ok", res
+    out = res["stdout"].splitlines()
+    assert out[0] == "egress hello from 8080" and out[2] == "listening", out  # egress still works
+    assert out[1] == "accepted []", out
+    # dropped in the host's forward path: no answer at all (not even a reset)
+    assert len(tries) >= 3 and set(tries) == {"timeout"}, tries
+    ours = [link for link, addr in seen.items() if addr == res["network"]["address"]]
+    assert len(ours) == 1 and ours[0] not in sandbox_links(), (seen, res["network"])
+
+
 def test_the_code_cannot_change_its_rules_or_links(tnet, tmp_path):
     pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
     res = run_egress(pol, [], extra=TAMPER + PROBE.replace(

@@ -346,7 +346,14 @@ out:
 /* The host side, shared by every egress sandbox: nothing from a sandbox
  * veth reaches the host itself (any of its addresses, whatever the
  * policy), sandboxes do not reach each other, and what leaves is
- * masqueraded. Matching "sr-*" keeps it free of per-sandbox rules. */
+ * masqueraded. Matching "sr-*" keeps it free of per-sandbox rules.
+ *
+ * Forwarding is on for the uplinks while a sandbox needs them, so the
+ * host routes for anyone: only replies may be forwarded into a sandbox
+ * veth, never a new connection (a LAN neighbour with a route to
+ * 10.213.0.0/16 through the host would reach a server the code listens
+ * with). The comment marks this version of the table (ensure_host_table). */
+#define HOST_TABLE_MARK "saferun: only replies into sandboxes"
 static const char host_table[] =
     "table inet saferun {\n"
     "  chain input {\n"
@@ -357,6 +364,9 @@ static const char host_table[] =
     "    type filter hook forward priority filter; policy accept;\n"
     "    iifname \"" HOST_PREFIX "*\" oifname \"" HOST_PREFIX
     "*\" counter reject with icmpx admin-prohibited\n"
+    "    iifname \"" HOST_PREFIX "*\" accept\n"
+    "    oifname \"" HOST_PREFIX "*\" ct state established,related accept\n"
+    "    oifname \"" HOST_PREFIX "*\" counter drop comment \"" HOST_TABLE_MARK "\"\n"
     "  }\n"
     "  chain postrouting {\n"
     "    type nat hook postrouting priority srcnat; policy accept;\n"
@@ -405,10 +415,18 @@ static void unlock_host(int fd)
 
 static int ensure_host_table(sr_error *err)
 {
-	if (nft_run(-1, "list table inet saferun", false, NULL, NULL) == 0)
+	char *now = NULL, script[sizeof host_table + 64];
+	bool have = nft_run(-1, "list table inet saferun", false, &now, NULL) == 0;
+	bool current = have && now && strstr(now, HOST_TABLE_MARK);
+	free(now);
+	if (current)
 		return 0;
+	/* One transaction: an older table (without the forward rules) is
+	 * replaced under the running sandboxes without a gap. */
+	snprintf(script, sizeof script, "%s%s", have ? "delete table inet saferun\n" : "",
+		 host_table);
 	sr_error why = { 0 };
-	if (nft_run(-1, host_table, false, NULL, &why) < 0)
+	if (nft_run(-1, script, false, NULL, &why) < 0)
 		return sr_refuse(err, why.errnum,
 				 "create the host's inet saferun table (%s; does the kernel have "
 				 "nf_tables, nf_nat and nf_reject?)",
