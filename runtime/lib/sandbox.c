@@ -309,7 +309,7 @@ static pthread_once_t cold_init_once = PTHREAD_ONCE_INIT;
 
 static void make_cold_init(void)
 {
-	cold_init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
+	cold_init_fd = sr_exec_only_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
 }
 
 static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
