@@ -23,7 +23,7 @@ typedef struct sr_watch {
 	int ctl_fd; /* a kernel's control socket: a run ends at "done"; -1: none */
 	uint64_t wall_ms;
 	uint64_t output_bytes; /* cap per stream */
-	sr_cgroup *cg;	       /* the sandbox's group: ended whole at the deadline */
+	sr_cgroup *cg;         /* the sandbox's group: ended whole at the deadline */
 } sr_watch;
 
 /* How the sandbox's pid 1 let the run down. It runs as the code's uid, so
@@ -43,7 +43,7 @@ typedef struct sr_outcome {
 	int setup_errnum;
 	char setup_what[244];
 	enum sr_init_fault init_fault; /* pid 1 misbehaved: the sandbox was killed */
-	bool done; /* a kernel finished the run and lives on */
+	bool done;                     /* a kernel finished the run and lives on */
 	int done_status;
 	uint64_t duration_ms;
 } sr_outcome;
