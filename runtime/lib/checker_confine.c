@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,20 +16,46 @@
 #include "error.h"
 #include "util.h"
 
-/* In the clone: fds 0 and 1 become the input and the output pipe, then
- * the program replaces this copy of the caller. Only async-signal-safe
- * calls: the caller may have threads. Exit statuses 15 and 16 say which
- * step failed (seen only when one does). */
-static __attribute__((noreturn)) void exec_child(int prog_fd, const char *name, int in_fd, int wfd)
+/* fd moved above 1 (the child's fd 0 and 1 are set by dup2 in order, so
+ * neither source may sit on a target); *tmp is the copy to close, if any. */
+static int above_stdio(int fd, int *tmp)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* Either may sit on 0 or 1 already: both above 2 first. */
-	int in = fcntl(in_fd, F_DUPFD_CLOEXEC, 3), out = fcntl(wfd, F_DUPFD_CLOEXEC, 3);
-	if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0)
-		_exit(15);
+	*tmp = fd > 1 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd > 1 ? fd : *tmp;
+}
+
+/* The child execs the program at once, so it need not copy the caller:
+ * posix_spawn's vfork-like clone shares the caller's memory only until
+ * the exec (a daemon's page tables are not copied for every check), runs
+ * no atfork handlers, and the program sets its own parent-death signal. */
+static int spawn(int prog_fd, const char *name, int in_fd, int wfd, pid_t *pid)
+{
+	char path[32];
+	int tin, tout, in = above_stdio(in_fd, &tin), out = above_stdio(wfd, &tout), rc;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", prog_fd);
 	char *const argv[] = { (char *)name, NULL }, *const envp[] = { NULL };
-	syscall(SYS_execveat, prog_fd, "", argv, envp, AT_EMPTY_PATH);
-	_exit(16);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	sigemptyset(&none);
+	if (in < 0 || out < 0)
+		rc = errno;
+	else if ((rc = posix_spawn_file_actions_init(&fa)) == 0) {
+		posix_spawnattr_init(&at);
+		/* a caller's blocked signals (a daemon blocks SIGTERM) not kept */
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+		if ((rc = posix_spawn_file_actions_adddup2(&fa, in, 0)) == 0 &&
+		    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) == 0)
+			rc = posix_spawn(pid, path, &fa, &at, argv, envp);
+		posix_spawnattr_destroy(&at);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (tin >= 0)
+		close(tin);
+	if (tout >= 0)
+		close(tout);
+	return rc;
 }
 
 /* Read the child's output until EOF or the deadline. */
@@ -95,17 +121,25 @@ int sr_confine_start(int prog_fd, const char *name, int in_fd, const sr_confine_
 		return sr_fail(err, errno, "create the checker's pipe");
 	c->deadline = sr_now_ms() + lim->timeout_ms;
 	c->timeout_ms = lim->timeout_ms;
-	/* A raw clone: no atfork handlers in a caller's threads, and a pidfd
-	 * to wait on even if the caller reaps children with waitpid(-1). */
-	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &c->pidfd, NULL, 0);
-	if (pid == 0)
-		exec_child(prog_fd, name, in_fd, p[1]);
-	int saved = errno;
+	/* The pidfd is taken before anything is likely to reap the child (it
+	 * runs until it has read its input), and it must name a child of ours
+	 * not yet reaped: else a caller's waitpid(-1) took it and the pid may
+	 * be another process's by now, which the deadline must not kill. */
+	pid_t pid = -1;
+	siginfo_t si;
+	int rc = spawn(prog_fd, name, in_fd, p[1], &pid);
 	close(p[1]);
-	if (pid < 0) {
+	if (rc == 0 &&
+	    ((c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 ||
+	     waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0)) {
+		rc = errno;
+		if (c->pidfd >= 0)
+			close(c->pidfd);
+	}
+	if (rc) {
 		close(p[0]);
 		c->pidfd = -1;
-		return sr_fail(err, saved, "start the checker process");
+		return sr_fail(err, rc, "start the checker process");
 	}
 	c->rfd = p[0];
 	return 0;
