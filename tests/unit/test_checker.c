@@ -3,8 +3,12 @@
  * violation are errors, not crashes of the caller), the policy's checker
  * section and the allow list. The rules are proven by the corpus
  * (test_checker_corpus.c). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -12,8 +16,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "checker.h"
 #include "checker_confine.h"
 #include "checker_tok.h"
+#include "error.h"
+#include "policy.h"
 #include "saferun.h"
 
 /* ---- tokenizer ------------------------------------------------------------- */
@@ -169,89 +176,124 @@ static void test_tokenizer_errors(void)
 
 /* ---- the confined child ---------------------------------------------------------- */
 
-static size_t fill(void *arg, sr_arena *a, void *out, size_t n)
+/* Run the probe (confine_probe.c) in the given mode with in as its input. */
+static int probe(const char *mode, const char *in, char *out, size_t out_size, size_t *got,
+		 sr_error *err)
 {
-	(void)a;
-	memset(out, *(const char *)arg, n);
-	return n - 10; /* only what it made is copied */
-}
-
-static size_t crash(void *arg, sr_arena *a, void *out, size_t n)
-{
-	(void)a, (void)out;
-	*(volatile int *)arg = 1; /* arg is NULL */
-	return n;
-}
-
-static size_t hang(void *arg, sr_arena *a, void *out, size_t n)
-{
-	(void)arg, (void)a, (void)out;
-	for (volatile int i = 0;; i++)
-		;
-	return n;
-}
-
-static size_t forbidden(void *arg, sr_arena *a, void *out, size_t n)
-{
-	(void)arg, (void)a, (void)out;
-	syscall(SYS_getpid); /* anything but read, write, exit, sigreturn */
-	return n;
-}
-
-static size_t exhaust(void *arg, sr_arena *a, void *out, size_t n)
-{
-	(void)arg;
-	while (sr_arena_alloc(a, 1 << 20))
-		;
-	memset(out, 'x', n); /* the arena ran out, nothing else happened */
-	return n;
-}
-
-/* 64 MiB of stack at most, then it returns. */
-static size_t deep(void *arg, sr_arena *a, void *out, size_t n)
-{
-	volatile char frame[64 << 10];
-	frame[0] = (char)(uintptr_t)arg;
-	if ((uintptr_t)arg < 1024)
-		deep((void *)((uintptr_t)arg + 1), a, out, n);
-	return n + (size_t)frame[0] * 0;
+	sr_confine_limits lim = { .timeout_ms = 300 };
+	sr_confined c;
+	int prog = open(CONFINE_PROBE, O_PATH | O_CLOEXEC), p[2];
+	if (prog < 0 || pipe2(p, O_CLOEXEC) < 0 || write(p[1], in, strlen(in)) < 0)
+		return sr_fail(err, errno, "set up the probe %s", CONFINE_PROBE);
+	close(p[1]);
+	int rc = sr_confine_start(prog, mode, p[0], &lim, &c, err);
+	close(p[0]);
+	close(prog);
+	memset(out, 0, out_size);
+	return rc < 0 ? rc : sr_confine_finish(&c, out, out_size, got, err);
 }
 
 static void test_confined_child(void)
 {
-	sr_confine_limits lim = { .timeout_ms = 300, .memory_bytes = 4 << 20 };
-	char out[100], c = 'z';
+	char out[100];
 	size_t got = 0;
 	sr_error err = { 0 };
-	memset(out, 0, sizeof out);
-	CHECK_INT(sr_confine_run(fill, &c, &lim, out, sizeof out, &got, &err), 0);
+	CHECK_INT(probe("fill", "z", out, sizeof out, &got, &err), 0);
 	CHECK_INT(got, 90);
 	CHECK(out[0] == 'z' && out[89] == 'z' && out[90] == 0);
-	CHECK_INT(sr_confine_run(crash, NULL, &lim, out, sizeof out, &got, &err), -1);
-	/* SIGSEGV; under ASan its report's system calls end it with SIGKILL */
-	CHECK(!strncmp(err.msg, "the checker process was killed by signal ", 41));
-	CHECK_INT(sr_confine_run(hang, NULL, &lim, out, sizeof out, &got, &err), -1);
+	CHECK_INT(probe("crash", "", out, sizeof out, &got, &err), -1);
+	CHECK_STR(err.msg, "the checker process was killed by signal 11 (Segmentation fault)");
+	CHECK_INT(probe("hang", "", out, sizeof out, &got, &err), -1);
 	CHECK_INT(err.errnum, ETIMEDOUT);
 	CHECK_STR(err.msg, "the checker ran out of time (300 ms) and was killed");
-	CHECK_INT(sr_confine_run(forbidden, NULL, &lim, out, sizeof out, &got, &err), -1);
+	CHECK_INT(probe("forbidden", "", out, sizeof out, &got, &err), -1);
 	CHECK_STR(err.msg,
 		  "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "
 		  "resource limit)");
-	CHECK_INT(sr_confine_run(exhaust, NULL, &lim, out, sizeof out, &got, &err), 0);
+	CHECK_INT(probe("exhaust", "", out, sizeof out, &got, &err), 0);
+	CHECK_INT(got, 7);
 	/* the stack is bounded (8 MiB) even when the caller's is not */
 	struct rlimit was, unlimited = { RLIM_INFINITY, RLIM_INFINITY };
 	getrlimit(RLIMIT_STACK, &was);
 	if (setrlimit(RLIMIT_STACK, &unlimited) == 0) {
-		CHECK_INT(sr_confine_run(deep, NULL, &lim, out, sizeof out, &got, &err), -1);
-#ifdef __SANITIZE_ADDRESS__
-		/* ASan's SIGSEGV report makes system calls: strict mode kills it */
-		CHECK(!strncmp(err.msg, "the checker process was killed by signal ", 41));
-#else
+		CHECK_INT(probe("deep", "", out, sizeof out, &got, &err), -1);
 		CHECK_STR(err.msg,
 			  "the checker process was killed by signal 11 (Segmentation fault)");
-#endif
 		setrlimit(RLIMIT_STACK, &was);
 	}
+}
+
+/* The one child of this process (the checker's), or 0. */
+static pid_t only_child(void)
+{
+	pid_t found = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[64], stat[512];
+		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
+		FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+		size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+		if (f)
+			fclose(f);
+		stat[n] = '\0';
+		char *rp = strrchr(stat, ')');
+		int ppid;
+		if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == getpid())
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The checker runs as the program exec'd for it (saferun-check from its
+ * memfd), not as a fork of the caller: nothing of this process's memory
+ * (a daemon's tokens and requests) is in it. A fork would show this
+ * test's executable until it ends, and the test would never see the
+ * program. The script is long enough to be watched while it is checked. */
+static void test_checker_is_exec_not_fork(void)
+{
+	static const char line[] = "rows = [str(i) * 2 for i in range(10) if i % 3]\n";
+	size_t len = 5000 * (sizeof line - 1);
+	char *code = malloc(len + 1), self[4096], exe[4096], what[4096];
+	for (size_t i = 0; i < len; i += sizeof line - 1)
+		memcpy(code + i, line, sizeof line - 1);
+	code[len] = '\0';
+	ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[sn > 0 ? sn : 0] = '\0';
+	bool seen = false;
+	for (int attempt = 0; attempt < 20 && !seen; attempt++) {
+		sr_check_request req = { .code = code, .code_size = len };
+		sr_check_job *job = NULL;
+		sr_check_result res;
+		sr_error err = { 0 };
+		CHECK_INT(sr_check_start(&req, &job, &err), 0);
+		pid_t kid = only_child();
+		for (ssize_t n; kid > 0 && !seen;) {
+			snprintf(what, sizeof what, "/proc/%d/exe", (int)kid);
+			if ((n = readlink(what, exe, sizeof exe - 1)) < 0)
+				break; /* it has ended: look again at the next */
+			exe[n] = '\0';
+			if (!strcmp(exe, self))
+				continue; /* still the clone, before its exec */
+			CHECK_STR(exe, "/memfd:saferun-check (deleted)");
+			snprintf(what, sizeof what, "/proc/%d/maps", (int)kid);
+			FILE *f = fopen(what, "r");
+			char map[8192];
+			while (f && fgets(map, sizeof map, f))
+				CHECK(!strstr(map, self));
+			if (f)
+				fclose(f);
+			seen = true;
+		}
+		/* (its verdict is the corpus tests' business; on a loaded
+		 * machine it may even run out of time) */
+		if (sr_check_finish(job, &res, &err) == 0)
+			sr_check_result_free(&res);
+	}
+	CHECK(seen);
+	free(code);
 }
 
 /* ---- sr_check --------------------------------------------------------------------- */
@@ -491,6 +533,7 @@ int main(void)
 	test_tokenizer_errors();
 	test_path_through_a_variable();
 	test_confined_child();
+	test_checker_is_exec_not_fork();
 	test_check_confined_matches_in_process();
 	test_check_bad_input_and_limits();
 	test_many_rebindings_check_in_time();

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,6 +219,24 @@ int sr_sealed_memfd(const char *name, const unsigned char *data, size_t len)
 		return -1;
 	if (sr_write_all(fd, data, len) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int sr_exec_only_memfd(const char *name, const unsigned char *data, size_t len)
+{
+	/* An exec of a file its process may not read makes the new program
+	 * non-dumpable in the exec itself (the kernel's would_dump(), set in
+	 * begin_new_exec), before its first instruction: no window in which
+	 * its uid could open /proc/PID/mem or ptrace it, as a prctl at the
+	 * top of main would leave. The inode's owner is host root, unmapped in
+	 * a sandbox, so the sandbox's root cannot chmod it back either. */
+	int fd = sr_sealed_memfd(name, data, len);
+	if (fd >= 0 && fchmod(fd, 0111) < 0) {
 		int e = errno;
 		close(fd);
 		errno = e;

@@ -22,6 +22,9 @@ uint64_t sr_fnv1a(const void *data, size_t len);
  * executable (MFD_EXEC where the kernel knows it: with vm.memfd_noexec 1
  * a memfd is not executable otherwise): -1 with errno. */
 int sr_sealed_memfd(const char *name, const unsigned char *data, size_t len);
+/* The same, execute-only (mode 0111) for a program the sandbox runs but
+ * must not read or trace: pid 1's init, the checker. */
+int sr_exec_only_memfd(const char *name, const unsigned char *data, size_t len);
 /* Send len bytes and fd (SCM_RIGHTS) as one message; sendmsg's return. */
 ssize_t sr_send_fd(int sock, const void *data, size_t len, int fd, int flags);
 /* The same with n (1..SR_SEND_FDS_MAX) fds in one message. */

@@ -313,7 +313,7 @@ static pthread_once_t cold_init_once = PTHREAD_ONCE_INIT;
 
 static void make_cold_init(void)
 {
-	cold_init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
+	cold_init_fd = sr_exec_only_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len);
 }
 
 static uint32_t host_id_base(const sr_box *r)
@@ -504,6 +504,14 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 		snprintf(res->message, sizeof res->message,
 			 "timeout: the run passed its wall-clock limit of %.3g s",
 			 (double)lim->wall_ms / 1000.0);
+	} else if (oc->init_fault) {
+		/* Its report, if any, is not the code's result: pid 1 is. */
+		res->status = SR_STATUS_INTERNAL_ERROR;
+		snprintf(res->message, sizeof res->message,
+			 "internal_error: the sandbox's pid 1 %s; the sandbox was killed",
+			 oc->init_fault == SR_INIT_SILENT
+			     ? "did not report the end of the code by the run's deadline"
+			     : "reported the end of the code but did not exit");
 	} else if (oc->output_exceeded) {
 		res->status = SR_STATUS_OUTPUT_LIMIT;
 		snprintf(res->message, sizeof res->message,
@@ -549,7 +557,8 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 		       .report_fd = r->report[0],
 		       .ctl_fd = r->ctl[0],
 		       .wall_ms = wall_ms,
-		       .output_bytes = output_bytes };
+		       .output_bytes = output_bytes,
+		       .cg = r->cg };
 	*oc = (sr_outcome){ 0 };
 	int rc = sr_supervise(&w, r->res, oc, err);
 	sr_cgroup_stats st, zero = { 0 };
@@ -589,10 +598,12 @@ void sr_box_cleanup(sr_box *r)
 		/* Its end is the end of its pid namespace: the kernel has
 		 * killed every other process in it by then, so the group is
 		 * empty and removing it needs no freezer. A warm sandbox's
-		 * init is the zygote's child, not ours: its pidfd says when. */
-		if (waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0)
-			gone = errno == ECHILD &&
-			       poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 2000) == 1;
+		 * init is the zygote's child, not ours: its pidfd says when.
+		 * Bounded: one stuck in the kernel stays a zombie here rather
+		 * than hold this thread (sr_cgroup_destroy still kills), and
+		 * its id slot is then marked for a /proc scan before reuse. */
+		gone = poll(&(struct pollfd){ r->pidfd, POLLIN, 0 }, 1, 5000) == 1;
+		waitid((idtype_t)P_PIDFD, (id_t)r->pidfd, &si, WEXITED | WNOHANG);
 		close_fd(&r->pidfd);
 	}
 	if (r->pid > 0)

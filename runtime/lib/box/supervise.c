@@ -1,6 +1,7 @@
 #include "supervise.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,13 @@
 /* After init exits every process of its pid namespace is gone, so the
  * pipes close at once; this only bounds a kernel that is slow to do it. */
 #define DRAIN_MS 2000
+/* pid 1 exits right after its report; its exit kills and waits for what
+ * is left of the namespace, which a loaded host may take a while to do:
+ * it gets until the deadline, and at least this long after the report. */
+#define EXIT_GRACE_MS 5000
+/* A killed sandbox's pid 1 to be gone: past it the supervisor stops
+ * waiting (the process is stuck in the kernel) rather than hang. */
+#define KILL_WAIT_MS 5000
 
 size_t sr_buf_append(sr_buf *b, const char *data, size_t len, size_t cap)
 {
@@ -46,7 +54,8 @@ struct loop {
 	sr_outcome *oc;
 	int ep, timer;
 	bool exited, out_open, err_open;
-	uint64_t start_ms;
+	uint64_t start_ms, deadline_ms;
+	uint64_t give_up_ms; /* set when init was killed: how long to wait for it */
 };
 
 static void kill_init(struct loop *l)
@@ -54,6 +63,29 @@ static void kill_init(struct loop *l)
 	/* Init is pid 1 of the sandbox: when it dies the kernel kills every
 	 * other process of the namespace, setsid and double-forked ones too. */
 	syscall(SYS_pidfd_send_signal, l->w->pidfd, SIGKILL, NULL, 0);
+	if (!l->give_up_ms)
+		l->give_up_ms = sr_now_ms() + KILL_WAIT_MS;
+}
+
+/* Whatever pid 1 does or says: every process of the group, pid 1 too.
+ * sr_cgroup_kill waits (bounded) until the group is empty. */
+static void kill_sandbox(struct loop *l)
+{
+	kill_init(l);
+	if (l->w->cg)
+		sr_cgroup_kill(l->w->cg, NULL);
+}
+
+/* The wall-clock deadline before pid 1 reported: a timeout while the code
+ * runs; if nothing but pid 1 is left, the code ended and pid 1 kept its
+ * report back (stopped, patched, stuck). */
+static void deadline_passed(struct loop *l)
+{
+	if (l->w->cg && sr_cgroup_count_procs(l->w->cg) <= 1)
+		l->oc->init_fault = SR_INIT_SILENT;
+	else
+		l->oc->timed_out = true;
+	kill_sandbox(l);
 }
 
 /* One read of a stream: true when it gave bytes (false at EAGAIN or EOF). */
@@ -175,16 +207,51 @@ static void dispatch(struct loop *l, int fd)
 		read_ctl(l);
 	} else if (fd == l->timer) {
 		uint64_t ticks;
-		if (read(l->timer, &ticks, sizeof ticks) > 0 && !l->exited) {
-			l->oc->timed_out = true;
-			kill_init(l);
-		}
+		if (read(l->timer, &ticks, sizeof ticks) > 0 && !l->exited && !l->give_up_ms)
+			deadline_passed(l);
 	} else if (fd == l->w->pidfd) {
 		if (!l->exited)
 			l->oc->duration_ms = sr_now_ms() - l->start_ms;
 		l->exited = true;
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
 	}
+}
+
+/* Until pid 1 has exited (its pidfd polls readable) or it is until_ms. */
+static bool wait_exit(int pidfd, uint64_t until_ms)
+{
+	for (;;) {
+		uint64_t now = sr_now_ms();
+		struct pollfd p = { pidfd, POLLIN, 0 };
+		int n = poll(&p, 1, now >= until_ms ? 0 : (int)(until_ms - now));
+		if (n > 0)
+			return true;
+		if (n == 0 || errno != EINTR)
+			return false;
+	}
+}
+
+/* The loop is over; pid 1 may still run (it reported, or was killed). It
+ * gets until the deadline, and EXIT_GRACE_MS at least, to exit; then the
+ * group is killed whatever it reported, and waited for KILL_WAIT_MS. */
+static void end_init(struct loop *l)
+{
+	if (l->oc->done)
+		return;
+	if (!l->give_up_ms) {
+		uint64_t grace = sr_now_ms() + EXIT_GRACE_MS;
+		if (wait_exit(l->w->pidfd, l->deadline_ms > grace ? l->deadline_ms : grace))
+			goto reap;
+		l->oc->init_fault = l->oc->have_exit ? SR_INIT_STAYED : SR_INIT_SILENT;
+		kill_sandbox(l);
+	}
+	wait_exit(l->w->pidfd, l->give_up_ms);
+reap:;
+	/* A warm sandbox's init is the zygote's child (ECHILD here). */
+	siginfo_t si;
+	while (waitid((idtype_t)P_PIDFD, (id_t)l->w->pidfd, &si, WEXITED | WNOHANG) < 0 &&
+	       errno == EINTR)
+		;
 }
 
 int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *err)
@@ -197,17 +264,19 @@ int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *er
 			  .out_open = true,
 			  .err_open = true,
 			  .start_ms = sr_now_ms() };
+	l.deadline_ms = l.start_ms + w->wall_ms;
 	int rc = setup_loop(&l, err);
 	uint64_t drain_until = 0;
 	while (rc == 0 && !oc->done && (!l.exited || l.out_open || l.err_open)) {
-		int timeout = -1;
+		/* Draining after the end, or waiting for a killed init: bounded. */
+		uint64_t now = sr_now_ms(), until = l.give_up_ms;
 		if (l.exited) {
-			uint64_t now = sr_now_ms();
 			drain_until = drain_until ? drain_until : now + DRAIN_MS;
-			if (now >= drain_until)
-				break;
-			timeout = (int)(drain_until - now);
+			until = drain_until;
 		}
+		if (until && now >= until)
+			break;
+		int timeout = until ? (int)(until - now) : -1;
 		struct epoll_event evs[8];
 		int n = epoll_wait(l.ep, evs, 8, timeout);
 		if (n < 0 && errno != EINTR)
@@ -220,10 +289,7 @@ int sr_supervise(const sr_watch *w, sr_result *res, sr_outcome *oc, sr_error *er
 		;
 	if (rc < 0)
 		kill_init(&l);
-	siginfo_t si;
-	while (!oc->done && waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED) < 0 &&
-	       errno == EINTR)
-		;
+	end_init(&l);
 	if (!oc->duration_ms)
 		oc->duration_ms = sr_now_ms() - l.start_ms;
 	if (l.ep >= 0)

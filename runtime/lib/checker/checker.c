@@ -3,17 +3,22 @@
  * the result and its JSON form. The rules
  * themselves are in checker_rules.c and checker_scan.c; the tokenizer,
  * parser and resolver in checker_tok.c, checker_parse.c and
- * checker_resolve.c; the child process in checker_confine.c. */
+ * checker_resolve.c; the child process in checker_confine.c and the
+ * program it runs in runtime/checker. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "checker.h"
 #include "checker_confine.h"
 #include "checker_rules.h"
 #include "checker_scan.h"
+#include "checker_wire.h"
 #include "error.h"
 #include "saferun.h"
 #include "util.h"
@@ -46,22 +51,13 @@ struct job {
 	const sr_check_config *cfg;
 };
 
-static size_t run_job(void *arg, sr_arena *a, void *out, size_t out_size)
-{
-	const struct job *j = arg;
-	sr_check_out *o = out;
-	(void)out_size;
-	sr_checker_run(j->code, j->size, j->cfg, a, o);
-	return SR_CHECK_OUT_SIZE(o->n);
-}
-
 static size_t run_in_process(const struct job *j, const sr_confine_limits *lim, sr_check_out *out)
 {
 	sr_arena a;
 	sr_arena_init_heap(&a, lim->memory_bytes);
-	size_t got = run_job((void *)j, &a, out, sizeof *out);
+	sr_checker_run(j->code, j->size, j->cfg, &a, out);
 	sr_arena_free(&a);
-	return got;
+	return SR_CHECK_OUT_SIZE(out->n);
 }
 
 static int copy_result(const sr_check_out *out, size_t got, sr_check_result *res, sr_error *err)
@@ -88,6 +84,82 @@ static int copy_result(const sr_check_out *out, size_t got, sr_check_result *res
 	return 0;
 }
 
+extern const unsigned char sr_embedded_checker[];
+extern const size_t sr_embedded_checker_len;
+
+/* The checker program (runtime/checker/main.c), one execute-only memfd
+ * per process, made at the first check. */
+static int checker_fd = -1, checker_errno;
+static pthread_once_t checker_once = PTHREAD_ONCE_INIT;
+
+static void make_checker_fd(void)
+{
+	checker_fd =
+	    sr_exec_only_memfd("saferun-check", sr_embedded_checker, sr_embedded_checker_len);
+	checker_errno = errno;
+}
+
+static size_t strings_len(const char *const *v, size_t n)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	return len;
+}
+
+static int write_strings(int fd, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sr_write_all(fd, v[i], strlen(v[i]) + 1) < 0)
+			return -1;
+	return 0;
+}
+
+/* The request laid out as checker_wire.h says, in a memfd that becomes
+ * the program's fd 0: written whole now, read by the child at its pace. */
+static int request_fd(const char *code, size_t size, const sr_check_settings *s, sr_error *err)
+{
+	size_t len = strings_len(s->dirs, s->cfg.n_dirs) + strings_len(s->allow, s->cfg.n_allow);
+	if (len > SR_CHECK_WIRE_MAX_STRINGS)
+		return sr_refuse(err, E2BIG,
+				 "the checker's dirs and allow-list entries are %zu bytes, over %u",
+				 len, SR_CHECK_WIRE_MAX_STRINGS);
+	sr_check_wire h = { .magic = SR_CHECK_WIRE_MAGIC,
+			    .rules_off = s->cfg.rules_off,
+			    .network_off = s->cfg.network_off,
+			    .n_dirs = (uint32_t)s->cfg.n_dirs,
+			    .n_allow = (uint32_t)s->cfg.n_allow,
+			    .strings_len = (uint32_t)len,
+			    .code_len = size,
+			    .memory_bytes = s->lim.memory_bytes,
+			    .timeout_ms = s->lim.timeout_ms };
+	int fd = memfd_create("saferun-check-input", MFD_CLOEXEC);
+	if (fd < 0)
+		return sr_fail(err, errno, "create the checker's input memfd");
+	if (sr_write_all(fd, &h, sizeof h) < 0 || write_strings(fd, s->dirs, s->cfg.n_dirs) < 0 ||
+	    write_strings(fd, s->allow, s->cfg.n_allow) < 0 || sr_write_all(fd, code, size) < 0 ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		int e = errno;
+		close(fd);
+		return sr_fail(err, e, "write the checker's input (%zu bytes of code)", size);
+	}
+	return fd;
+}
+
+static int start_confined(const char *code, size_t size, const sr_check_settings *s, sr_confined *c,
+			  sr_error *err)
+{
+	pthread_once(&checker_once, make_checker_fd);
+	if (checker_fd < 0)
+		return sr_fail(err, checker_errno, "make the checker program's memfd");
+	int in = request_fd(code, size, s, err);
+	if (in < 0)
+		return -1;
+	int rc = sr_confine_start(checker_fd, "saferun-check", in, &s->lim, c, err);
+	close(in);
+	return rc;
+}
+
 struct sr_check_job {
 	sr_confined child;
 	bool in_process;
@@ -104,14 +176,14 @@ int sr_check_begin(const char *code, size_t size, bool in_process, const sr_chec
 	if (!job)
 		return sr_fail(err, ENOMEM, "allocate the checker's result");
 	clock_gettime(CLOCK_MONOTONIC, &job->t0);
-	/* The child has its own copies of the job, the settings and the code
-	 * from the fork on: they may go here at once. */
+	/* The child reads its own copy of the settings and the code (its
+	 * input memfd): they may go here at once. */
 	struct job j = { code, size, &s->cfg };
 	job->got = 0;
 	job->in_process = in_process;
 	if (in_process)
 		job->got = run_in_process(&j, &s->lim, &job->out);
-	else if (sr_confine_start(run_job, &j, &s->lim, sizeof job->out, &job->child, err) < 0) {
+	else if (start_confined(code, size, s, &job->child, err) < 0) {
 		free(job);
 		return -1;
 	}

@@ -1,18 +1,14 @@
-/* The confined child (checker_confine.h). */
+/* The confined checker process, parent side (checker_confine.h). */
 #include "checker_confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,55 +16,46 @@
 #include "error.h"
 #include "util.h"
 
-#define STACK_MAX (8u << 20) /* the checker needs far less; the usual default */
-
-static int write_all(int fd, const char *p, size_t n)
+/* fd moved above 1 (the child's fd 0 and 1 are set by dup2 in order, so
+ * neither source may sit on a target); *tmp is the copy to close, if any. */
+static int above_stdio(int fd, int *tmp)
 {
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	*tmp = fd > 1 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd > 1 ? fd : *tmp;
 }
 
-/* In the child: lock down, compute, write, exit. Exit codes say which
- * step failed (seen only when one does). */
-static __attribute__((noreturn)) void child(sr_confined_fn fn, void *arg,
-					    const sr_confine_limits *lim, int wfd, size_t out_size)
+/* The child execs the program at once, so it need not copy the caller:
+ * posix_spawn's vfork-like clone shares the caller's memory only until
+ * the exec (a daemon's page tables are not copied for every check), runs
+ * no atfork handlers, and the program sets its own parent-death signal. */
+static int spawn(int prog_fd, const char *name, int in_fd, int wfd, pid_t *pid)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* Strict mode still allows read and write on any open fd: keep one. */
-	if ((wfd > 0 && syscall(SYS_close_range, 0u, (unsigned)wfd - 1, 0u) < 0) ||
-	    syscall(SYS_close_range, (unsigned)wfd + 1, ~0u, 0u) < 0)
-		_exit(10);
-	size_t head = (out_size + 4095) & ~(size_t)4095; /* the arena starts page-aligned */
-	void *mem = mmap(NULL, head + lim->memory_bytes, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED)
-		_exit(11);
-	/* Strict mode allows no mmap or brk: past the arena, only the stack
-	 * can grow, and RLIMIT_STACK bounds that (cheaper than an RLIMIT_AS
-	 * computed from /proc/self/statm, which was a tenth of the overhead). */
-	struct rlimit no_core = { 0, 0 },
-		      cpu = { lim->timeout_ms / 1000 + 1, lim->timeout_ms / 1000 + 1 }, stack;
-	if (getrlimit(RLIMIT_STACK, &stack) < 0)
-		_exit(12);
-	stack.rlim_cur = stack.rlim_cur < STACK_MAX ? stack.rlim_cur : STACK_MAX;
-	stack.rlim_max = stack.rlim_max < STACK_MAX ? stack.rlim_max : STACK_MAX;
-	if (setrlimit(RLIMIT_CORE, &no_core) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
-	    setrlimit(RLIMIT_STACK, &stack) < 0)
-		_exit(12);
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) < 0)
-		_exit(13);
-	sr_arena a;
-	sr_arena_init_fixed(&a, (char *)mem + head, lim->memory_bytes);
-	size_t n = fn(arg, &a, mem, out_size);
-	/* exit, not exit_group: strict mode allows only the former. */
-	syscall(SYS_exit, write_all(wfd, mem, n < out_size ? n : out_size) < 0 ? 14 : 0);
-	__builtin_unreachable();
+	char path[32];
+	int tin, tout, in = above_stdio(in_fd, &tin), out = above_stdio(wfd, &tout), rc;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", prog_fd);
+	char *const argv[] = { (char *)name, NULL }, *const envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	sigemptyset(&none);
+	if (in < 0 || out < 0)
+		rc = errno;
+	else if ((rc = posix_spawn_file_actions_init(&fa)) == 0) {
+		posix_spawnattr_init(&at);
+		/* a caller's blocked signals (a daemon blocks SIGTERM) not kept */
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+		if ((rc = posix_spawn_file_actions_adddup2(&fa, in, 0)) == 0 &&
+		    (rc = posix_spawn_file_actions_adddup2(&fa, out, 1)) == 0)
+			rc = posix_spawn(pid, path, &fa, &at, argv, envp);
+		posix_spawnattr_destroy(&at);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (tin >= 0)
+		close(tin);
+	if (tout >= 0)
+		close(tout);
+	return rc;
 }
 
 /* Read the child's output until EOF or the deadline. */
@@ -125,7 +112,7 @@ static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size,
 	return 0;
 }
 
-int sr_confine_start(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, size_t out_size,
+int sr_confine_start(int prog_fd, const char *name, int in_fd, const sr_confine_limits *lim,
 		     sr_confined *c, sr_error *err)
 {
 	int p[2];
@@ -134,29 +121,43 @@ int sr_confine_start(sr_confined_fn fn, void *arg, const sr_confine_limits *lim,
 		return sr_fail(err, errno, "create the checker's pipe");
 	c->deadline = sr_now_ms() + lim->timeout_ms;
 	c->timeout_ms = lim->timeout_ms;
-	/* A raw clone: no atfork handlers in a caller's threads, and a pidfd
-	 * to wait on even if the caller reaps children with waitpid(-1). */
-	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &c->pidfd, NULL, 0);
-	if (pid == 0) {
-		close(p[0]);
-		child(fn, arg, lim, p[1], out_size);
-	}
-	int saved = errno;
+	/* The pidfd is taken before anything is likely to reap the child (it
+	 * runs until it has read its input), and it must name a child of ours
+	 * not yet reaped: else a caller's waitpid(-1) took it and the pid may
+	 * be another process's by now, which the deadline must not kill. */
+	pid_t pid = -1;
+	siginfo_t si;
+	int rc = spawn(prog_fd, name, in_fd, p[1], &pid);
 	close(p[1]);
-	if (pid < 0) {
+	if (rc == 0 &&
+	    ((c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 ||
+	     waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0)) {
+		rc = errno;
+		if (c->pidfd >= 0)
+			close(c->pidfd);
+	}
+	if (rc) {
 		close(p[0]);
 		c->pidfd = -1;
-		return sr_fail(err, saved, "start the checker process");
+		return sr_fail(err, rc, "start the checker process");
 	}
 	c->rfd = p[0];
 	return 0;
 }
 
-/* Close the pipe, kill the child if asked, wait for its end into *si. */
+/* After its output's EOF the child is exiting: this long at least. */
+#define EXIT_GRACE_MS 1000
+
+/* Close the pipe, kill the child if asked, wait for its end into *si.
+ * Bounded: a child that closed its output without exiting (it cannot,
+ * confined, but the bound costs nothing) is killed at the deadline. */
 static void reap(sr_confined *c, bool kill, siginfo_t *si)
 {
 	close(c->rfd);
-	if (kill)
+	uint64_t now = sr_now_ms();
+	int wait_ms = now + EXIT_GRACE_MS >= c->deadline ? EXIT_GRACE_MS : (int)(c->deadline - now);
+	struct pollfd pfd = { c->pidfd, POLLIN, 0 };
+	if (kill || poll(&pfd, 1, wait_ms) != 1)
 		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
 	while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, si, WEXITED) < 0 && errno == EINTR)
 		;
@@ -178,13 +179,4 @@ void sr_confine_abort(sr_confined *c)
 {
 	if (c->pidfd >= 0)
 		reap(c, true, &(siginfo_t){ 0 });
-}
-
-int sr_confine_run(sr_confined_fn fn, void *arg, const sr_confine_limits *lim, void *out,
-		   size_t out_size, size_t *got, sr_error *err)
-{
-	sr_confined c;
-	if (sr_confine_start(fn, arg, lim, out_size, &c, err) < 0)
-		return -1;
-	return sr_confine_finish(&c, out, out_size, got, err);
 }

@@ -260,6 +260,9 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 	 * execveat, the copy stays and waits below. */
 	if (c->argv && c->init_fd >= 0)
 		exec_init(c, py);
+	/* The copy that stays is not the code's to read or trace either (the
+	 * exec'd init is non-dumpable by its exec: sr_exec_only_memfd). */
+	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 	for (int fd = 0; fd <= SR_RUNNER_FD; fd++)
 		close(fd);
 	for (;;) {

@@ -534,8 +534,8 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 		sr_fail(err, errno, "the zygote module's memfd");
 		goto fail;
 	}
-	if ((w->init_fd = sr_sealed_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len)) <
-	    0) {
+	if ((w->init_fd =
+		 sr_exec_only_memfd("saferun-init", sr_embedded_init, sr_embedded_init_len)) < 0) {
 		sr_fail(err, errno, "the sandboxes' init's memfd");
 		goto fail;
 	}
