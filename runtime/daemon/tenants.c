@@ -29,6 +29,7 @@ struct parse {
 	char *msg;
 	size_t size;
 	const srd_config *cfg;
+	uint64_t default_runs; /* max_concurrent_runs of a tenant that sets none */
 };
 
 static int bad(struct parse *ps, const char *path, const char *fmt, ...)
@@ -281,6 +282,7 @@ static int parse_tenant(struct parse *ps, const cJSON *v, size_t i, srd_tenant *
 	if (!cJSON_IsObject(v))
 		return bad(ps, path, "must be an object");
 	quotas_from_config(t, ps->cfg);
+	t->max_runs = ps->default_runs;
 	t->index = (unsigned)i;
 	for (const cJSON *it = v->child; it; it = it->next) {
 		snprintf(sub, sizeof sub, "%s.%.60s", path, it->string);
@@ -362,6 +364,9 @@ static int parse_doc(struct parse *ps, const cJSON *doc, srd_tenants *ts)
 	size_t n = 0;
 	if (array_of(ps, list, "tenants", SRD_TENANTS_MAX, &n))
 		return -1;
+	/* A tenant's runs at once default to all slots but one: whatever one
+	 * tenant sends, a slot frees for the others within one run's time. */
+	ps->default_runs = n > 1 && ps->cfg->max_runs > 1 ? ps->cfg->max_runs - 1 : ps->cfg->max_runs;
 	if (n == 0)
 		return bad(ps, "tenants", "is empty: name at least one tenant");
 	if (!(ts->t = calloc(n, sizeof *ts->t)))

@@ -351,3 +351,19 @@ def test_run_slots_go_to_the_tenants_in_turn(make_daemon):
         t.join(timeout=120)
     order = [l["peer"]["tenant"] for l in d.lines("run")]
     assert order == ["a", "b", "a", "a", "a", "a"], order
+
+
+def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
+    """Two slots, two tenants: a's runs at once default to one, so its
+    second long run waits and b's run takes the other slot at once."""
+    d = two_tenants(make_daemon, "--max-runs", "2")
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(4)"})
+                          for _ in range(2)])
+    assert wait_for(lambda: health(d)["queue_depth"] == 1, timeout=60)
+    assert health(d)["runs_in_flight"] == 1
+    r = b("POST", "/v1/run", json={"code": "print('b')"})
+    assert r.status_code == 200 and r.json()["output"] == "b\n"
+    for t in threads:
+        t.join(timeout=120)
+    assert [l["peer"]["tenant"] for l in d.lines("run")] == ["b", "a", "a"]
