@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "node.h"
 #include "public_url.h"
 #include "saferun.h"
 
@@ -55,6 +56,8 @@ static const struct key keys[] = {
 	  "session lifetime (24h)" },
 	{ "max_file_size", K_SIZE, F(max_file_bytes), 1, 1ull << 32,
 	  "one file via the files API (64M)" },
+	{ "node_id", K_STRING, F(node_id), 0, 0,
+	  "this node's id in a fleet: session ids start with it" },
 	{ "public_url", K_STRING, F(public_url), 0, 0,
 	  "base of the URLs AgentRunPlus routes return (default: from Host)" },
 	{ "tenants", K_STRING, F(tenants_file), 0, 0,
@@ -96,6 +99,9 @@ static int set_string(srd_config *c, const struct key *k, const cJSON *v, const 
 	if (!*v->valuestring && strcmp(k->name, "socket") != 0 &&
 	    strcmp(k->name, "token_file") != 0)
 		return bad(msg, size, origin, "must not be empty");
+	char why[200];
+	if (k->off == F(node_id) && srd_node_id_check(v->valuestring, why, sizeof why))
+		return bad(msg, size, origin, "%s", why);
 	char **dst = (char **)((char *)c + k->off), *copy = strdup(v->valuestring);
 	if (!copy)
 		return bad(msg, size, origin, "out of memory");
@@ -355,7 +361,7 @@ void srd_config_free(srd_config *c)
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
 			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
-			  &c->public_url,  &c->tenants_file };
+			  &c->public_url,  &c->tenants_file, &c->node_id };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

@@ -36,6 +36,7 @@ typedef struct srd_config {
 	uint64_t session_ttl_ms;     /* idle time before a session is closed */
 	uint64_t session_max_age_ms; /* a session's whole life */
 	uint64_t max_file_bytes;     /* one file through the files API */
+	char *node_id;               /* NULL: not in a fleet (docs/cluster.md) */
 	bool policies_dir_given;     /* a missing dir is an error only if asked for */
 	char *public_url;            /* base of returned absolute URLs; NULL: from Host */
 	char *tenants_file;          /* NULL: one tenant, everyone (tenants.h) */

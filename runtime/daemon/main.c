@@ -48,7 +48,7 @@ static int install_signals(void)
 		return -1;
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
-	int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
 		if (sigaction(sigs[i], &sa, NULL) < 0)
 			return -1;
@@ -91,19 +91,29 @@ static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)
 	}
 	cJSON_AddStringToObject(line, "version", SR_VERSION);
 	cJSON_AddNumberToObject(line, "pid", getpid());
+	if (ctx->cfg->node_id)
+		cJSON_AddStringToObject(line, "node", ctx->cfg->node_id);
 	cJSON_AddNumberToObject(line, "max_concurrent_runs", ctx->gate.max_running);
 	cJSON_AddNumberToObject(line, "queue_depth", ctx->gate.max_waiting);
 	cJSON_AddItemToObject(line, "policies", srd_policies_names(ctx->policies));
 	srd_log_json("ready", line);
 }
 
-/* A signal arrived on fd: SIGHUP reloads the policies; true for one
- * that stops us (SIGTERM, SIGINT). */
+/* A signal arrived on fd: SIGHUP reloads the policies; SIGUSR1 drains
+ * without stopping (the router moves new work elsewhere, open sessions go
+ * on); true for one that stops us (SIGTERM, SIGINT). */
 static bool on_signal_fd(srd_ctx *ctx, int fd)
 {
 	unsigned char sig;
 	if (read(fd, &sig, 1) != 1)
 		return false;
+	if (sig == SIGUSR1) {
+		if (!atomic_exchange(&ctx->draining, true))
+			srd_log("info", "drain",
+				"SIGUSR1: draining, no new sessions or runs; "
+				"open sessions go on until SIGTERM");
+		return false;
+	}
 	if (sig != SIGHUP) {
 		srd_log("info", "shutdown", "signal %d: draining", sig);
 		return true;
@@ -135,11 +145,13 @@ static void serve(srd_ctx *ctx)
 }
 
 /* Stop taking work, let the runs finish within the grace period, end the
- * ones still going, then close every connection. */
+ * ones still going, then close every connection. The listeners accept
+ * until the runs are done: a router's health check then reads "draining"
+ * from /v1/ready (and new work gets a 503 it can retry elsewhere) instead
+ * of a refused connection; the unix socket's path goes at once. */
 static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 {
 	atomic_store(&ctx->draining, true);
-	srd_server_quiesce(srv);
 	srd_listen_unlink(ls, n);
 	srd_gate_close(&ctx->gate);
 	if (!srd_gate_wait_idle(&ctx->gate, ctx->cfg->shutdown_grace_ms)) {
@@ -147,6 +159,7 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 		cleanup_stale("shutdown"); /* their results say "killed" */
 		srd_gate_wait_idle(&ctx->gate, 10000);
 	}
+	srd_server_quiesce(srv);
 	/* Let the last answers go out before the connections close. */
 	for (int i = 0; i < 500 && atomic_load(&ctx->requests_active); i++)
 		usleep(10000);

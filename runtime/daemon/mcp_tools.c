@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "agentrun.h"
+#include "health.h"
 #include "packages.h"
-#include "routes.h"
 #include "run.h"
 #include "session_routes.h"
 #include "sessions.h"

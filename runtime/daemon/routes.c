@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "health.h"
 #include "mcp.h"
+#include "node.h"
 #include "packages.h"
 #include "run.h"
 #include "session_routes.h"
@@ -24,6 +26,7 @@ static const srd_route_def routes[] = {
 	{ "POST", "/v1/run", srd_handle_run },
 	{ "GET", "/v1/health", handle_health },
 	{ "GET", "/health", handle_health },
+	{ "GET", "/v1/ready", srd_handle_ready },
 	{ "GET", "/metrics", handle_metrics },
 	{ "GET", "/v1/openapi.json", handle_openapi },
 	{ "GET", "/", handle_root },
@@ -135,28 +138,6 @@ void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
 	srd_fail(&e, 404, NULL, "no route %s %s (see GET /v1/openapi.json)", req->method,
 		 req->path);
 	srd_respond_error(res, &e);
-}
-
-cJSON *srd_health_json(srd_ctx *ctx)
-{
-	unsigned running, waiting;
-	srd_gate_counts(&ctx->gate, &running, &waiting);
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "status", atomic_load(&ctx->draining) ? "draining" : "healthy");
-	cJSON_AddStringToObject(j, "version", SR_VERSION);
-	cJSON_AddNumberToObject(j, "uptime_s", (double)(srd_now_ms() - ctx->started_ms) / 1000.0);
-	cJSON_AddNumberToObject(j, "runs_in_flight", running);
-	cJSON_AddNumberToObject(j, "queue_depth", waiting);
-	cJSON_AddNumberToObject(j, "max_concurrent_runs", ctx->gate.max_running);
-	cJSON_AddNumberToObject(j, "queue_capacity", ctx->gate.max_waiting);
-	cJSON_AddNumberToObject(j, "active_sessions", srd_sessions_count(ctx->sessions));
-	cJSON *protocols = cJSON_AddArrayToObject(j, "protocols");
-	cJSON_AddItemToArray(protocols, cJSON_CreateString("rest"));
-	cJSON_AddItemToArray(protocols, cJSON_CreateString("mcp"));
-	cJSON_AddItemToObject(j, "policies", srd_policies_names(ctx->policies));
-	cJSON_AddStringToObject(j, "default_policy", ctx->cfg->default_policy);
-	cJSON_AddItemToObject(j, "warm", srd_warm_json(ctx->warm));
-	return j;
 }
 
 static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res)

@@ -23,7 +23,4 @@ void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res);
  * may be NULL). */
 bool srd_route_match(const char *pattern, const char *path, srd_request *req);
 
-/* GET /health's body: status, version, runs, queue, sessions, policies. */
-cJSON *srd_health_json(srd_ctx *ctx);
-
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "node.h"
 #include "warm_pools.h"
 
 /* The client closed its end (or the connection broke) while its run
@@ -135,6 +136,10 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 {
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
+	if (srd_node_refuse_draining(ctx, "runs", e)) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_DRAINING);
+		return -1;
+	}
 	if (srd_tenant_check_policy(peer->tenant, name, e) ||
 	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
 	    srd_tenant_check_allow(peer->tenant, p, o->allow_field ? o->allow_field : "allow",

@@ -115,6 +115,9 @@ static enum MHD_Result send_response(struct exchange *x, struct MHD_Connection *
 					res->content_disposition);
 	for (size_t i = 0; i < res->n_headers; i++)
 		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
+	/* which node answered: the router's (and a client's) view of a fleet */
+	if (x->ep->ctx->cfg->node_id)
+		MHD_add_response_header(r, "Saferun-Node", x->ep->ctx->cfg->node_id);
 	if (res->status == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"saferund\"");

@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "daemon.h"
 #include "log.h"
+#include "node.h"
 #include "run.h"
 
 struct srd_session {
-	char id[24];
+	char id[40]; /* [NODE-]16 hex (node.h) */
 	char policy_name[128];
 	sr_policy *policy;
 	sr_workspace *ws;
@@ -181,7 +181,7 @@ srd_session *srd_session_find(srd_sessions *s, const srd_tenant *tenant, const c
 			ss->refs++;
 		}
 	pthread_mutex_unlock(&s->lock);
-	if (!found)
+	if (!found && !srd_node_not_ours(s->cfg->node_id, "Session", id, e))
 		srd_fail(e, 404, NULL,
 			 "Session %.64s not found (closed, expired, or never created)", id);
 	return found;
@@ -273,21 +273,17 @@ static int write_files(srd_session *ss, const srd_run_opts *o, srd_ferr *e)
 }
 
 /* 16 hex digits from the kernel's CSPRNG: ids are not guessable, so one
- * client cannot reach another's session by counting. */
-static int new_id(char *out, size_t size)
+ * client cannot reach another's session by counting. In a fleet the
+ * node's id comes first: the router sends the session's requests to it. */
+static int new_id(const srd_config *cfg, char *out, size_t size)
 {
-	unsigned char b[8];
-	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-		return -1;
-	for (size_t i = 0; i < sizeof b; i++)
-		snprintf(out + 2 * i, size - 2 * i, "%02x", b[i]);
-	return 0;
+	return srd_node_new_id(cfg->node_id, 8, out, size);
 }
 
 static srd_session *new_session(srd_ctx *ctx, sr_policy *p, const char *name, srd_ferr *e)
 {
 	srd_session *ss = calloc(1, sizeof *ss);
-	if (!ss || new_id(ss->id, sizeof ss->id) < 0) {
+	if (!ss || new_id(ctx->cfg, ss->id, sizeof ss->id) < 0) {
 		free(ss);
 		srd_fail(e, 500, NULL, "no memory or randomness for a session");
 		return NULL;
@@ -383,6 +379,8 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 {
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
+	if (srd_node_refuse_draining(ctx, "sessions", e))
+		return -1;
 	if (srd_tenant_check_policy(peer->tenant, name, e) ||
 	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
 	    srd_run_opts_apply(o, p, name, e)) {

@@ -1,5 +1,6 @@
-/* The pre-execution checker's public API: settings from the policy and
- * the call, the confined run, the result and its JSON form. The rules
+/* The pre-execution checker's API: the confined run of one check with
+ * its settings (policy/check.c makes them from a policy and a request),
+ * the result and its JSON form. The rules
  * themselves are in checker_rules.c and checker_scan.c; the tokenizer,
  * parser and resolver in checker_tok.c, checker_parse.c and
  * checker_resolve.c; the child process in checker_confine.c. */
@@ -17,65 +18,11 @@
 #include "saferun.h"
 #include "util.h"
 
-#define DEFAULT_TIMEOUT_MS 2000
-#define DEFAULT_MEMORY     (256u << 20)
-#define MAX_DIRS           40
-#define MAX_ALLOW          256
 
 const sr_check_rule *sr_check_rules(size_t *n)
 {
 	*n = SR_R_COUNT;
 	return sr_rule_table;
-}
-
-/* The settings of one check: pointers into the policy and the request. */
-struct settings {
-	sr_check_config cfg;
-	const char *dirs[MAX_DIRS];
-	const char *allow[MAX_ALLOW];
-	sr_confine_limits lim;
-};
-
-static void add_dir(struct settings *s, const char *d)
-{
-	for (size_t i = 0; i < s->cfg.n_dirs; i++)
-		if (!strcmp(s->dirs[i], d))
-			return;
-	if (s->cfg.n_dirs < MAX_DIRS)
-		s->dirs[s->cfg.n_dirs++] = d;
-}
-
-static int build_settings(const sr_check_request *req, const sr_policy *p, struct settings *s,
-			  sr_error *err)
-{
-	memset(s, 0, sizeof *s);
-	s->cfg.dirs = s->dirs;
-	s->cfg.allow = s->allow;
-	add_dir(s, p->workdir ? p->workdir : "/work");
-	for (size_t i = 0; i < p->n_writable; i++)
-		add_dir(s, p->writable[i]);
-	s->cfg.network_off = p->net_mode == SR_NET_NONE;
-	for (size_t i = 0; i < p->checker.n_rules_off; i++) {
-		int r = sr_rule_find(p->checker.rules_off[i]);
-		if (r >= 0)
-			s->cfg.rules_off |= 1u << r;
-	}
-	const char *const *lists[] = { (const char *const *)p->checker.allow, req->allow };
-	size_t counts[] = { p->checker.n_allow, req->n_allow };
-	for (int l = 0; l < 2; l++)
-		for (size_t i = 0; i < counts[l]; i++) {
-			if (s->cfg.n_allow == MAX_ALLOW)
-				return sr_refuse(err, EINVAL, "more than %d allow-list entries",
-						 MAX_ALLOW);
-			if (!lists[l][i] || !lists[l][i][0])
-				return sr_refuse(err, EINVAL,
-						 "an allow-list entry is empty (give a rule id, "
-						 "a rule name or a name such as eval or open)");
-			s->allow[s->cfg.n_allow++] = lists[l][i];
-		}
-	s->lim.timeout_ms = p->checker.timeout_ms ? p->checker.timeout_ms : DEFAULT_TIMEOUT_MS;
-	s->lim.memory_bytes = p->checker.memory_bytes ? p->checker.memory_bytes : DEFAULT_MEMORY;
-	return 0;
 }
 
 int sr_check_source_text(const char *code, size_t size, sr_error *err)
@@ -149,42 +96,27 @@ struct sr_check_job {
 	sr_check_out out;
 };
 
-int sr_check_start(const sr_check_request *req, sr_check_job **out, sr_error *err)
+int sr_check_begin(const char *code, size_t size, bool in_process, const sr_check_settings *s,
+		   sr_check_job **out, sr_error *err)
 {
 	*out = NULL;
-	sr_policy *def = NULL;
-	const sr_policy *p = req->policy;
-	if (sr_check_source_text(req->code, req->code_size, err) < 0)
-		return -1;
-	if (!p && sr_policy_default(&def, err) < 0)
-		return -1;
-	struct settings *s = malloc(sizeof *s);
 	sr_check_job *job = malloc(sizeof *job);
-	int rc = -1;
-	if (!s || !job) {
-		sr_fail(err, ENOMEM, "allocate the checker's result");
-		goto out;
-	}
+	if (!job)
+		return sr_fail(err, ENOMEM, "allocate the checker's result");
 	clock_gettime(CLOCK_MONOTONIC, &job->t0);
-	if (build_settings(req, p ? p : def, s, err) < 0)
-		goto out;
 	/* The child has its own copies of the job, the settings and the code
 	 * from the fork on: they may go here at once. */
-	struct job j = { req->code, req->code_size, &s->cfg };
+	struct job j = { code, size, &s->cfg };
 	job->got = 0;
-	job->in_process = req->in_process;
-	if (req->in_process)
+	job->in_process = in_process;
+	if (in_process)
 		job->got = run_in_process(&j, &s->lim, &job->out);
-	else if (sr_confine_start(run_job, &j, &s->lim, sizeof job->out, &job->child, err) < 0)
-		goto out;
+	else if (sr_confine_start(run_job, &j, &s->lim, sizeof job->out, &job->child, err) < 0) {
+		free(job);
+		return -1;
+	}
 	*out = job;
-	job = NULL;
-	rc = 0;
-out:
-	free(job);
-	free(s);
-	sr_policy_free(def);
-	return rc;
+	return 0;
 }
 
 int sr_check_finish(sr_check_job *job, sr_check_result *res, sr_error *err)
@@ -207,15 +139,6 @@ void sr_check_abort(sr_check_job *job)
 	if (job && !job->in_process)
 		sr_confine_abort(&job->child);
 	free(job);
-}
-
-int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err)
-{
-	sr_check_job *job;
-	memset(res, 0, sizeof *res);
-	if (sr_check_start(req, &job, err) < 0)
-		return -1;
-	return sr_check_finish(job, res, err);
 }
 
 void sr_check_result_free(sr_check_result *res)

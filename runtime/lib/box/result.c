@@ -5,7 +5,7 @@
 
 #include "artifacts.h"
 #include "checker.h"
-#include "deps.h"
+#include "box.h"
 #include "saferun.h"
 #include "util.h"
 
@@ -25,6 +25,18 @@ const char *sr_status_name(sr_status s)
 {
 	return (unsigned)s < sizeof status_names / sizeof *status_names ? status_names[s]
 									: "unknown";
+}
+
+void sr_deps_result_free(struct sr_deps_result *d)
+{
+	char **lists[] = { d->installed, d->from_profile, d->ignored };
+	const size_t counts[] = { d->n_installed, d->n_from_profile, d->n_ignored };
+	for (int l = 0; l < 3; l++) {
+		for (size_t i = 0; i < counts[l]; i++)
+			free(lists[l][i]);
+		free(lists[l]);
+	}
+	memset(d, 0, sizeof *d);
 }
 
 void sr_result_free(sr_result *res)

@@ -26,6 +26,7 @@
 #include "ids.h"
 #include "mounts.h"
 #include "net.h"
+#include "run.h"
 #include "sandbox.h"
 #include "util.h"
 #include "zygote_proto.h"

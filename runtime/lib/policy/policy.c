@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "checker_rules.h"
-#include "deps.h"
 #include "error.h"
+#include "policy.h"
 #include "saferun.h"
 #include "seccomp_cache.h"
 

@@ -1,0 +1,43 @@
+/* The policy layer's internal interface: what the rest of the library
+ * uses of the policy beyond saferun.h (the loader itself is public). */
+#ifndef SR_POLICY_H
+#define SR_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checker.h"
+#include "saferun.h"
+
+/* sr_check's first step: the settings from req's policy (the default
+ * policy when it has none) and allow list, then sr_check_begin. */
+int sr_check_start(const sr_check_request *req, sr_check_job **job, sr_error *err);
+
+#define SR_REQ_NAME_MAX_LEN 128 /* a requirement's package name */
+
+/* One requirement: a PEP 508 name and optional version specifiers, no
+ * extras, markers, URLs, paths or options. norm gets the normalised name
+ * (lower case, runs of -_. as one -). 0, or -1 with err naming
+ * requirements[index] and the value. */
+int sr_deps_check_requirement(const char *req, size_t index, char *norm, size_t norm_size,
+			      sr_error *err);
+
+/* policy.dependencies.index_url: http:// or https://, a host (a DNS name
+ * or an IPv4 address), an optional port, a path; no credentials (they
+ * would end up in logs and results), no query, no fragment, no spaces.
+ * 0 with host and port (443 for https, 80 for http, or the URL's), or -1
+ * with *why saying what is wrong (never quoting the URL's credentials). */
+int sr_deps_parse_index_url(const char *url, char *host, size_t host_size, uint16_t *port,
+			    const char **why);
+
+/* The pieces of a requirement deps.c reads further: blanks skipped, a
+ * name's characters, a name normalised into out (lower case, runs of -_.
+ * as one -), and whether a checked requirement's specifiers hold for an
+ * installed version (one it cannot compare: false). */
+const char *sr_req_skip_ws(const char *s);
+bool sr_req_name_char(int c);
+void sr_req_normalise(const char *name, size_t len, char *out, size_t size);
+bool sr_req_specs_hold(const char *req, const char *have);
+
+#endif

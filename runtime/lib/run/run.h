@@ -1,0 +1,12 @@
+/* The run layer's internal interface: sr_run and its cold, warm and
+ * kernel paths, over the box layer (one sandbox). */
+#ifndef SR_RUN_H
+#define SR_RUN_H
+
+#include "saferun.h"
+
+/* sr_run after the checks and the checker: the request's dependency
+ * layer (deps.c), then a cold sandbox, start to end. */
+int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err);
+
+#endif
