@@ -284,6 +284,7 @@ static int parse_tenant(struct parse *ps, const cJSON *v, size_t i, srd_tenant *
 	quotas_from_config(t, ps->cfg);
 	t->max_runs = ps->default_runs;
 	t->index = (unsigned)i;
+	t->in_file = true;
 	for (const cJSON *it = v->child; it; it = it->next) {
 		snprintf(sub, sizeof sub, "%s.%.60s", path, it->string);
 		if (parse_field(ps, it, sub, t))

@@ -23,6 +23,7 @@
 typedef struct srd_tenant {
 	char name[64];
 	unsigned index; /* its place in the file: the run gate's class */
+	bool in_file;   /* false: the one default tenant (not logged) */
 	unsigned char (*tokens)[SRD_SHA256_LEN]; /* digests */
 	size_t n_tokens;
 	uid_t *uids;
