@@ -358,7 +358,7 @@ def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
     second long run waits and b's run takes the other slot at once."""
     d = two_tenants(make_daemon, "--max-runs", "2")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(4)"})
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(5)"})
                           for _ in range(2)])
     assert wait_for(lambda: health(d)["queue_depth"] == 1, timeout=60)
     assert health(d)["runs_in_flight"] == 1
