@@ -361,7 +361,7 @@ void srd_config_free(srd_config *c)
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
 			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
-			  &c->public_url,  &c->tenants_file, &c->node_id };
+			  &c->public_url,  &c->tenants_file,   &c->node_id };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

@@ -509,8 +509,9 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 	}
 	if (o->have_timeout)
 		lowered.limits.wall_ms = o->timeout_ms;
-	if (srd_tenant_check_allow(ss->tenant, ss->policy, o->allow_field ? o->allow_field : "allow",
-				   o->allow, o->n_allow, e) ||
+	if (srd_tenant_check_allow(ss->tenant, ss->policy,
+				   o->allow_field ? o->allow_field : "allow", o->allow, o->n_allow,
+				   e) ||
 	    write_files(ss, o, e) || srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
 		goto out;
 	uint64_t t1 = srd_now_ms();
