@@ -58,7 +58,7 @@ cJSON *srd_peer_json(const srd_peer *peer)
 	} else if (peer && !peer->is_unix) {
 		cJSON_AddStringToObject(j, "addr", peer->addr);
 	}
-	if (peer && peer->tenant)
+	if (peer && peer->tenant && peer->tenant->in_file)
 		cJSON_AddStringToObject(j, "tenant", peer->tenant->name);
 	return j;
 }

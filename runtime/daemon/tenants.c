@@ -20,7 +20,7 @@
  * flag ordinary data-science code for no gain (a namespace lookup; network
  * calls, which fail anyway when the policy has no network), and none that
  * lets a process, native code or a reflection escape run. */
-static const char *const default_ceiling[] = { "SR103",	  "network", "SR202", "namespace",
+static const char *const default_ceiling[] = { "SR103",   "network", "SR202", "namespace",
 					       "globals", "locals",  "vars" };
 
 /* The parse's state: where in the file we are, for messages. */
@@ -29,6 +29,7 @@ struct parse {
 	char *msg;
 	size_t size;
 	const srd_config *cfg;
+	uint64_t default_runs; /* max_concurrent_runs of a tenant that sets none */
 };
 
 static int bad(struct parse *ps, const char *path, const char *fmt, ...)
@@ -87,8 +88,7 @@ static int array_of(struct parse *ps, const cJSON *v, const char *path, size_t m
 	return 0;
 }
 
-static int parse_strings(struct parse *ps, const cJSON *v, const char *path, char ***out,
-			 size_t *n)
+static int parse_strings(struct parse *ps, const cJSON *v, const char *path, char ***out, size_t *n)
 {
 	if (array_of(ps, v, path, 1024, n))
 		return -1;
@@ -98,16 +98,15 @@ static int parse_strings(struct parse *ps, const cJSON *v, const char *path, cha
 	size_t i = 0;
 	for (const cJSON *it = v->child; it; it = it->next, i++) {
 		if (!cJSON_IsString(it) || !*it->valuestring || strlen(it->valuestring) > 200)
-			return bad(ps, path, "[%zu] must be a non-empty string of at most 200 bytes",
-				   i);
+			return bad(ps, path,
+				   "[%zu] must be a non-empty string of at most 200 bytes", i);
 		if (!((*out)[i] = strdup(it->valuestring)))
 			return bad(ps, path, "out of memory");
 	}
 	return 0;
 }
 
-static int parse_ids(struct parse *ps, const cJSON *v, const char *path, unsigned **out,
-		     size_t *n)
+static int parse_ids(struct parse *ps, const cJSON *v, const char *path, unsigned **out, size_t *n)
 {
 	if (array_of(ps, v, path, 4096, n))
 		return -1;
@@ -118,7 +117,8 @@ static int parse_ids(struct parse *ps, const cJSON *v, const char *path, unsigne
 	for (const cJSON *it = v->child; it; it = it->next, i++) {
 		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
 		if (d < 0 || d > 4294967294.0 || d != floor(d))
-			return bad(ps, path, "[%zu] must be a whole number from 0 to 4294967294", i);
+			return bad(ps, path, "[%zu] must be a whole number from 0 to 4294967294",
+				   i);
 		(*out)[i] = (unsigned)d;
 	}
 	return 0;
@@ -155,8 +155,9 @@ static int parse_tokens(struct parse *ps, const cJSON *v, const char *path, srd_
 				return bad(ps, path, "[%zu] is not sha256: and 64 hex digits", i);
 			continue;
 		}
-		bool printable = s && strspn(s, "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRST"
-					      "UVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") == len;
+		bool printable =
+		    s && strspn(s, "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRST"
+				   "UVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") == len;
 		if (!printable || len < SRD_TOKEN_MIN || len > SRD_TOKEN_MAX)
 			return bad(ps, path,
 				   "[%zu] must be a token of %d to %d printable characters without "
@@ -203,7 +204,9 @@ static int parse_quota(struct parse *ps, const struct quota *q, const cJSON *v, 
 	if (!ok || n < q->min || n > q->max)
 		return bad(ps, path, "is not %s between %llu and %llu%s", want[q->kind],
 			   (unsigned long long)q->min, (unsigned long long)q->max,
-			   q->kind == Q_DURATION ? " ms" : q->kind == Q_SIZE ? " bytes" : "");
+			   q->kind == Q_DURATION ? " ms"
+			   : q->kind == Q_SIZE   ? " bytes"
+						 : "");
 	*(uint64_t *)((char *)t + q->off) = n;
 	return 0;
 }
@@ -281,7 +284,9 @@ static int parse_tenant(struct parse *ps, const cJSON *v, size_t i, srd_tenant *
 	if (!cJSON_IsObject(v))
 		return bad(ps, path, "must be an object");
 	quotas_from_config(t, ps->cfg);
+	t->max_runs = ps->default_runs;
 	t->index = (unsigned)i;
+	t->in_file = true;
 	for (const cJSON *it = v->child; it; it = it->next) {
 		snprintf(sub, sizeof sub, "%s.%.60s", path, it->string);
 		if (parse_field(ps, it, sub, t))
@@ -290,7 +295,8 @@ static int parse_tenant(struct parse *ps, const cJSON *v, size_t i, srd_tenant *
 	if (!t->name[0])
 		return bad(ps, path, "needs a \"name\"");
 	if (!t->n_tokens && !t->n_uids && !t->n_gids)
-		return bad(ps, path, "tenant \"%s\" has no tokens, uids or gids: no one could be it",
+		return bad(ps, path,
+			   "tenant \"%s\" has no tokens, uids or gids: no one could be it",
 			   t->name);
 	if (!t->ceiling && use_default_ceiling(t))
 		return bad(ps, path, "out of memory");
@@ -311,7 +317,8 @@ static int check_unique(struct parse *ps, const srd_tenants *ts, size_t i)
 		for (size_t a = 0; a < t->n_tokens; a++)
 			for (size_t b = 0; b < o->n_tokens; b++)
 				if (!memcmp(t->tokens[a], o->tokens[b], SRD_SHA256_LEN))
-					return bad(ps, path, "tokens[%zu] is tenants[%zu]'s too", a, j);
+					return bad(ps, path, "tokens[%zu] is tenants[%zu]'s too", a,
+						   j);
 		for (size_t a = 0; a < t->n_uids; a++)
 			for (size_t b = 0; b < o->n_uids; b++)
 				if (t->uids[a] == o->uids[b])
@@ -362,6 +369,10 @@ static int parse_doc(struct parse *ps, const cJSON *doc, srd_tenants *ts)
 	size_t n = 0;
 	if (array_of(ps, list, "tenants", SRD_TENANTS_MAX, &n))
 		return -1;
+	/* A tenant's runs at once default to all slots but one: whatever one
+	 * tenant sends, a slot frees for the others within one run's time. */
+	ps->default_runs =
+	    n > 1 && ps->cfg->max_runs > 1 ? ps->cfg->max_runs - 1 : ps->cfg->max_runs;
 	if (n == 0)
 		return bad(ps, "tenants", "is empty: name at least one tenant");
 	if (!(ts->t = calloc(n, sizeof *ts->t)))
@@ -441,7 +452,8 @@ static const srd_tenant *by_cred(const srd_tenants *ts, uid_t uid, gid_t gid)
 
 const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global_token,
 				       const srd_peer *peer, bool need_token,
-				       const char *authorization, unsigned *status, const char **why)
+				       const char *authorization, unsigned *status,
+				       const char **why)
 {
 	*status = 401;
 	*why = "no tenants are loaded";
@@ -453,19 +465,19 @@ const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global
 					: NULL;
 		while (given && *given == ' ')
 			given++;
-		const srd_tenant *t = !ts->from_file ? (srd_token_matches(global_token, authorization)
-							    ? &ts->t[0]
-							    : NULL)
-				      : given ? by_token(ts, given)
-					      : NULL;
+		const srd_tenant *t =
+		    !ts->from_file
+			? (srd_token_matches(global_token, authorization) ? &ts->t[0] : NULL)
+		    : given ? by_token(ts, given)
+			    : NULL;
 		*why = !authorization ? "missing \"Authorization: Bearer TOKEN\" header"
 				      : "the bearer token is wrong";
 		return t;
 	}
 	if (!ts->from_file)
 		return &ts->t[0];
-	const srd_tenant *t = peer->is_unix && peer->have_cred ? by_cred(ts, peer->uid, peer->gid)
-							       : NULL;
+	const srd_tenant *t =
+	    peer->is_unix && peer->have_cred ? by_cred(ts, peer->uid, peer->gid) : NULL;
 	*status = 403;
 	*why = "this peer's uid and gid are in no tenant (the tenants file)";
 	return t;

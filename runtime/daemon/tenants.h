@@ -22,7 +22,8 @@
 
 typedef struct srd_tenant {
 	char name[64];
-	unsigned index; /* its place in the file: the run gate's class */
+	unsigned index;                          /* its place in the file: the run gate's class */
+	bool in_file;                            /* false: the one default tenant (not logged) */
 	unsigned char (*tokens)[SRD_SHA256_LEN]; /* digests */
 	size_t n_tokens;
 	uid_t *uids;
@@ -55,7 +56,8 @@ bool srd_tenants_have_tokens(const srd_tenants *ts);
  * *why (static text) when it is no one's. */
 const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global_token,
 				       const srd_peer *peer, bool need_token,
-				       const char *authorization, unsigned *status, const char **why);
+				       const char *authorization, unsigned *status,
+				       const char **why);
 /* 403 naming the policy when the tenant may not use it. */
 int srd_tenant_check_policy(const srd_tenant *t, const char *policy, srd_ferr *e);
 /* 400 naming field[i] when allow[i] is beyond the tenant's ceiling and

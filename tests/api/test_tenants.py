@@ -351,3 +351,32 @@ def test_run_slots_go_to_the_tenants_in_turn(make_daemon):
         t.join(timeout=120)
     order = [l["peer"]["tenant"] for l in d.lines("run")]
     assert order == ["a", "b", "a", "a", "a", "a"], order
+
+
+def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
+    """Two slots, two tenants: a's runs at once default to one, so its
+    second long run waits and b's run takes the other slot at once."""
+    d = two_tenants(make_daemon, "--max-runs", "2")
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(5)"})
+                          for _ in range(2)])
+    assert wait_for(lambda: health(d)["queue_depth"] == 1, timeout=60)
+    assert health(d)["runs_in_flight"] == 1
+    r = b("POST", "/v1/run", json={"code": "print('b')"})
+    assert r.status_code == 200 and r.json()["output"] == "b\n"
+    for t in threads:
+        t.join(timeout=120)
+    assert [l["peer"]["tenant"] for l in d.lines("run")] == ["b", "a", "a"]
+
+
+def test_digest_tokens_of_every_padding_length_authenticate(make_daemon):
+    """SHA-256 pads to 64-byte blocks: tokens on each side of the 55/56-byte
+    edge and past one block, given by digest, are their tenant's."""
+    tokens = ["t" * n for n in (16, 55, 56, 63, 64, 119, 120, 300)]
+    d = tenants_daemon(make_daemon, [
+        {"name": f"n{len(t)}", "tokens": ["sha256:" + hashlib.sha256(t.encode()).hexdigest()]}
+        for t in tokens])
+    for t in tokens:
+        assert Tcp(d, t)("POST", "/v1/run", json={"code": "print(1)"}).status_code == 200
+        assert d.lines("run")[-1]["peer"]["tenant"] == f"n{len(t)}"
+    assert Tcp(d, "t" * 57)("GET", "/v1/health").status_code == 401
