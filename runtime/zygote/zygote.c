@@ -29,9 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "contain.h"
-#include "mounts.h"
-#include "zygote_proto.h"
+#include "child/child.h"
 
 #define MAX_WRITABLE 32
 #define MAX_FDS      (SR_ZSPAWN_FDS + 8)

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "checker_confine.h"
-#include "checker_tok.h"
+#include "checker/checker.h"
+#include "checker/checker_tok.h"
 #include "saferun.h"
 
 /* ---- tokenizer ------------------------------------------------------------- */

@@ -17,10 +17,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "box/box.h"
 #include "check.h"
-#include "ids.h"
 #include "saferun.h"
-#include "workspace.h"
 
 #define MIB (1024u * 1024u)
 

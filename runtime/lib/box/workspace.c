@@ -26,9 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "ids.h"
-#include "util.h"
+#include "base/base.h"
 
 #define WS_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define WS_ID_MAX   64

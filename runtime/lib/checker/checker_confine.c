@@ -17,8 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 #define STACK_MAX (8u << 20) /* the checker needs far less; the usual default */
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checker_rules.h"
-#include "error.h"
+#include "base/base.h"
+#include "checker/checker.h"
 #include "policy.h"
 #include "saferun.h"
 #include "seccomp_cache.h"

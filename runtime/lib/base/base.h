@@ -1,0 +1,10 @@
+/* The base layer's interface: errors, small helpers, ids. Everything
+ * else in the library is built on it; it uses nothing of it. */
+#ifndef SR_BASE_H
+#define SR_BASE_H
+
+#include "error.h"
+#include "ids.h"
+#include "util.h"
+
+#endif
