@@ -9,6 +9,7 @@
 
 #include "agentrun.h"
 
+#include "public_url.h"
 #include "session_routes.h"
 
 #define SRC_DIR       "src"
@@ -46,17 +47,17 @@ static void session_paths(cJSON *j, srd_session *ss)
 }
 
 /* Exactly these keys: the client builds a dataclass from them. */
-cJSON *srd_arp_created_json(srd_session *ss)
+cJSON *srd_arp_created_json(srd_session *ss, const char *base)
 {
 	const char *id = srd_session_id(ss);
-	char url[96];
+	char url[SRD_PUBLIC_URL_MAX + 96];
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "session_id", id);
 	cJSON_AddStringToObject(j, "workdir", id);
 	session_paths(j, ss);
-	snprintf(url, sizeof url, "/sessions/%s/copy-to", id);
+	snprintf(url, sizeof url, "%s/sessions/%s/copy-to", base, id);
 	cJSON_AddStringToObject(j, "upload_url", url);
-	snprintf(url, sizeof url, "/sessions/%s/artifacts", id);
+	snprintf(url, sizeof url, "%s/sessions/%s/artifacts", base, id);
 	cJSON_AddStringToObject(j, "artifacts_url", url);
 	return j;
 }
@@ -69,9 +70,9 @@ cJSON *srd_arp_info_json(srd_session *ss)
 	return j;
 }
 
-cJSON *srd_arp_list_json(srd_ctx *ctx)
+cJSON *srd_arp_list_json(srd_ctx *ctx, const srd_tenant *tenant)
 {
-	cJSON *ids = srd_sessions_ids(ctx->sessions), *j = cJSON_CreateObject();
+	cJSON *ids = srd_sessions_ids(ctx->sessions, tenant), *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(ids));
 	cJSON_AddItemToObject(j, "active_sessions", ids);
 	return j;
@@ -82,18 +83,19 @@ void srd_handle_arp_create(srd_ctx *ctx, const srd_request *req, srd_response *r
 	srd_ferr e = { 0 };
 	srd_run_opts o = { 0 };
 	srd_session *ss;
+	char base[SRD_PUBLIC_URL_MAX];
 	if (srd_session_create(ctx, &o, req->peer, &ss, &e)) {
 		srd_respond_error(res, &e);
 		return;
 	}
-	srd_respond_json(res, 200, srd_arp_created_json(ss));
+	srd_public_base(ctx, req, base, sizeof base);
+	srd_respond_json(res, 200, srd_arp_created_json(ss, base));
 	srd_session_release(ss);
 }
 
 void srd_handle_arp_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)req;
-	srd_respond_json(res, 200, srd_arp_list_json(ctx));
+	srd_respond_json(res, 200, srd_arp_list_json(ctx, req->peer->tenant));
 }
 
 void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
@@ -108,7 +110,7 @@ void srd_handle_arp_get(srd_ctx *ctx, const srd_request *req, srd_response *res)
 void srd_handle_arp_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	if (srd_session_end(ctx->sessions, req->params[0], &e)) {
+	if (srd_session_end(ctx->sessions, req->peer->tenant, req->params[0], &e)) {
 		srd_respond_error(res, &e);
 		return;
 	}
@@ -178,9 +180,11 @@ char *srd_arp_output(const sr_result *r)
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
 {
-	srd_run_opts o = {
-		.code = code, .code_len = strlen(code), .allow = allow, .n_allow = n_allow
-	};
+	srd_run_opts o = { .code = code,
+			   .code_len = strlen(code),
+			   .allow = allow,
+			   .n_allow = n_allow,
+			   .allow_field = "ignore_unsafe_functions" };
 	sr_result r;
 	if (srd_session_run(ctx, ss, &o, peer, &r, e))
 		return NULL;
@@ -351,22 +355,23 @@ static cJSON *dir_files(srd_session *ss, const char *dir, const char *url_base, 
 	return out;
 }
 
-cJSON *srd_arp_artifacts_json(srd_session *ss, srd_ferr *e)
+cJSON *srd_arp_artifacts_json(srd_session *ss, const char *base, srd_ferr *e)
 {
-	char base[96];
-	snprintf(base, sizeof base, "/sessions/%s/artifacts", srd_session_id(ss));
-	cJSON *files = dir_files(ss, ARTIFACTS_DIR, base, e);
+	char url[SRD_PUBLIC_URL_MAX + 96];
+	snprintf(url, sizeof url, "%s/sessions/%s/artifacts", base, srd_session_id(ss));
+	cJSON *files = dir_files(ss, ARTIFACTS_DIR, url, e);
 	if (!files)
 		return NULL;
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "count", cJSON_GetArraySize(files));
 	cJSON_AddItemToObject(j, "artifacts", files);
-	cJSON_AddStringToObject(j, "artifacts_url", base);
+	cJSON_AddStringToObject(j, "artifacts_url", url);
 	return j;
 }
 
-cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e)
+cJSON *srd_arp_src_json(srd_session *ss, const char *base, srd_ferr *e)
 {
+	(void)base; /* src/ files have no download route */
 	cJSON *files = dir_files(ss, SRC_DIR, NULL, e);
 	if (!files)
 		return NULL;
@@ -377,13 +382,15 @@ cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e)
 }
 
 static void respond_listing(srd_ctx *ctx, const srd_request *req, srd_response *res,
-			    cJSON *(*list)(srd_session *, srd_ferr *))
+			    cJSON *(*list)(srd_session *, const char *, srd_ferr *))
 {
 	srd_ferr e = { 0 };
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	cJSON *j = list(ss, &e);
+	char base[SRD_PUBLIC_URL_MAX];
+	srd_public_base(ctx, req, base, sizeof base);
+	cJSON *j = list(ss, base, &e);
 	if (j)
 		srd_respond_json(res, 200, j);
 	else

@@ -11,12 +11,13 @@
 
 #define SRD_ARP_OUTSIDE_ARTIFACTS "Path must be within the session's artifact directory"
 
-/* {session_id, workdir, source_path, artifact_path, upload_url, artifacts_url} */
-cJSON *srd_arp_created_json(srd_session *ss);
+/* {session_id, workdir, source_path, artifact_path, upload_url, artifacts_url};
+ * the URLs start with base ("": relative; see public_url.h). */
+cJSON *srd_arp_created_json(srd_session *ss, const char *base);
 /* {session_id, source_path, artifact_path} */
 cJSON *srd_arp_info_json(srd_session *ss);
-/* {active_sessions, count} */
-cJSON *srd_arp_list_json(srd_ctx *ctx);
+/* {active_sessions, count}: tenant's own */
+cJSON *srd_arp_list_json(srd_ctx *ctx, const srd_tenant *tenant);
 /* {message: "Session ID closed successfully"} */
 cJSON *srd_arp_closed_json(const char *id);
 /* Run code in the session: {success, output}, the status stated in the
@@ -33,9 +34,11 @@ const char *srd_arp_bad_name(const char *name, unsigned *status);
 /* src_path ("artifacts/x" or "/work/artifacts/x") as a workspace path,
  * or NULL when it is outside the artifact dir. */
 const char *srd_arp_artifact_path(const srd_session *ss, const char *src);
-/* {artifacts: [{name, size_bytes, download_url}], count, artifacts_url} */
-cJSON *srd_arp_artifacts_json(srd_session *ss, srd_ferr *e);
-/* {files: [{name, size_bytes}], count} */
-cJSON *srd_arp_src_json(srd_session *ss, srd_ferr *e);
+/* {artifacts: [{name, size_bytes, download_url}], count, artifacts_url},
+ * the URLs starting with base */
+cJSON *srd_arp_artifacts_json(srd_session *ss, const char *base, srd_ferr *e);
+/* {files: [{name, size_bytes}], count} (base: unused, the same shape as
+ * srd_arp_artifacts_json for the callers that take either) */
+cJSON *srd_arp_src_json(srd_session *ss, const char *base, srd_ferr *e);
 
 #endif

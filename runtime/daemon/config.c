@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "node.h"
+#include "public_url.h"
 #include "saferun.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -42,6 +44,8 @@ static const struct key keys[] = {
 	{ "queue_depth", K_COUNT, F(queue_depth), 0, 100000, "runs that may wait (default 64)" },
 	{ "max_body_size", K_SIZE, F(max_body_bytes), 1024, 1ull << 30, "request body cap (8M)" },
 	{ "max_connections", K_COUNT, F(max_connections), 4, 65536, "open connections (1024)" },
+	{ "max_pending_connections", K_COUNT, F(max_pending_connections), 1, 65536,
+	  "TCP connections before authentication, per listener (64)" },
 	{ "shutdown_grace", K_DURATION, F(shutdown_grace_ms), 0, 3600000, "drain time (30s)" },
 	{ "workspaces_dir", K_STRING, F(workspaces_dir), 0, 0,
 	  "sessions' dirs (" SRD_DEFAULT_WORKSPACES ")" },
@@ -52,6 +56,12 @@ static const struct key keys[] = {
 	  "session lifetime (24h)" },
 	{ "max_file_size", K_SIZE, F(max_file_bytes), 1, 1ull << 32,
 	  "one file via the files API (64M)" },
+	{ "node_id", K_STRING, F(node_id), 0, 0,
+	  "this node's id in a fleet: session ids start with it" },
+	{ "public_url", K_STRING, F(public_url), 0, 0,
+	  "base of the URLs AgentRunPlus routes return (default: from Host)" },
+	{ "tenants", K_STRING, F(tenants_file), 0, 0,
+	  "tenants file: clients, their quotas and ceilings" },
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 
@@ -89,6 +99,9 @@ static int set_string(srd_config *c, const struct key *k, const cJSON *v, const 
 	if (!*v->valuestring && strcmp(k->name, "socket") != 0 &&
 	    strcmp(k->name, "token_file") != 0)
 		return bad(msg, size, origin, "must not be empty");
+	char why[200];
+	if (k->off == F(node_id) && srd_node_id_check(v->valuestring, why, sizeof why))
+		return bad(msg, size, origin, "%s", why);
 	char **dst = (char **)((char *)c + k->off), *copy = strdup(v->valuestring);
 	if (!copy)
 		return bad(msg, size, origin, "out of memory");
@@ -260,6 +273,7 @@ static void set_defaults(srd_config *c)
 		.queue_depth = 64,
 		.max_body_bytes = 8u << 20,
 		.max_connections = 1024,
+		.max_pending_connections = 64,
 		.shutdown_grace_ms = 30000,
 		.workspaces_dir = strdup(SRD_DEFAULT_WORKSPACES),
 		.max_sessions = 64,
@@ -331,6 +345,11 @@ int srd_config_load(srd_config *c, int argc, char **argv, char *msg, size_t size
 		rc = v ? set_key(c, flags[i].key, v, origin, msg, size) : -1;
 		cJSON_Delete(v);
 	}
+	if (rc == 0 && c->public_url) {
+		rc = srd_public_url_check(c->public_url, msg, size);
+		for (size_t len = strlen(c->public_url); len && c->public_url[len - 1] == '/';)
+			c->public_url[--len] = '\0'; /* routes append "/sessions/..." */
+	}
 	if (rc == 0 && !(c->config_file = strdup(config ? config : SRD_DEFAULT_CONFIG)))
 		rc = -1;
 	free(flags);
@@ -341,7 +360,8 @@ void srd_config_free(srd_config *c)
 {
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
-			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir };
+			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
+			  &c->node_id,     &c->public_url,     &c->tenants_file };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

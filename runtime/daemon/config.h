@@ -29,13 +29,17 @@ typedef struct srd_config {
 	uint64_t queue_depth;
 	uint64_t max_body_bytes;
 	uint64_t max_connections;
+	uint64_t max_pending_connections; /* TCP, not yet authenticated, per listener */
 	uint64_t shutdown_grace_ms;
 	char *workspaces_dir;        /* sessions' working dirs (one tmpfs each) */
 	uint64_t max_sessions;       /* open at once */
 	uint64_t session_ttl_ms;     /* idle time before a session is closed */
 	uint64_t session_max_age_ms; /* a session's whole life */
 	uint64_t max_file_bytes;     /* one file through the files API */
+	char *node_id;               /* NULL: not in a fleet (docs/cluster.md) */
 	bool policies_dir_given;     /* a missing dir is an error only if asked for */
+	char *public_url;            /* base of returned absolute URLs; NULL: from Host */
+	char *tenants_file;          /* NULL: one tenant, everyone (tenants.h) */
 } srd_config;
 
 /* Fill c from defaults, the config file and argv. Returns 0, 1 when

@@ -10,6 +10,7 @@
 #include "limits.h"
 #include "metrics.h"
 #include "policies.h"
+#include "tenants.h"
 
 typedef struct srd_ctx {
 	const srd_config *cfg;
@@ -20,6 +21,7 @@ typedef struct srd_ctx {
 	srd_gate gate;
 	srd_metrics metrics;
 	const char *token; /* bearer token for TCP; NULL: none */
+	srd_tenants tenants;
 	uint64_t started_ms;
 	atomic_bool draining;
 	atomic_uint requests_active; /* received and not yet answered */

@@ -1,4 +1,5 @@
 #include "http.h"
+#include "tenants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@ cJSON *srd_peer_json(const srd_peer *peer)
 	} else if (peer && !peer->is_unix) {
 		cJSON_AddStringToObject(j, "addr", peer->addr);
 	}
+	if (peer && peer->tenant)
+		cJSON_AddStringToObject(j, "tenant", peer->tenant->name);
 	return j;
 }
 

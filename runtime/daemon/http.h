@@ -23,6 +23,7 @@ typedef struct srd_peer {
 	gid_t gid;
 	char addr[64]; /* TCP: "127.0.0.1:53412" */
 	int fd;        /* the connection's socket (to notice the client leaving), or -1 */
+	const struct srd_tenant *tenant; /* who it is (tenants.h); set before routing */
 } srd_peer;
 
 #define SRD_MAX_PARAMS 4

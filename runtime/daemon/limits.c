@@ -1,6 +1,7 @@
 #include "limits.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting)
@@ -22,6 +23,7 @@ int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting)
 
 void srd_gate_destroy(srd_gate *g)
 {
+	free(g->class_max_running); /* the other three share its block */
 	pthread_cond_destroy(&g->changed);
 	pthread_mutex_destroy(&g->lock);
 }
@@ -29,21 +31,53 @@ void srd_gate_destroy(srd_gate *g)
 struct srd_waiter {
 	struct srd_waiter *next;
 	bool admitted;
+	unsigned cls;
 };
 
-/* Under the lock: hand free slots to the waiters, oldest first. */
-static void admit(srd_gate *g)
+int srd_gate_set_classes(srd_gate *g, unsigned n, const unsigned *max_running,
+			 const unsigned *max_waiting)
 {
-	while (g->first && g->running < g->max_running) {
-		struct srd_waiter *w = g->first;
-		g->first = w->next;
-		if (!g->first)
-			g->last = NULL;
-		w->admitted = true;
-		g->running++;
-		g->waiting--;
+	unsigned *block = calloc(4 * (size_t)n, sizeof *block);
+	if (!block)
+		return -1;
+	pthread_mutex_lock(&g->lock);
+	free(g->class_max_running);
+	g->n_classes = n;
+	g->class_max_running = block;
+	g->class_max_waiting = block + n;
+	g->class_running = block + 2 * n;
+	g->class_waiting = block + 3 * n;
+	for (unsigned i = 0; i < n; i++) {
+		g->class_max_running[i] = max_running[i];
+		g->class_max_waiting[i] = max_waiting[i];
 	}
-	pthread_cond_broadcast(&g->changed);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+/* Under the lock: may a run of class cls take a slot now? */
+static bool may_run(const srd_gate *g, unsigned cls)
+{
+	return g->running < g->max_running &&
+	       (!g->n_classes || g->class_running[cls] < g->class_max_running[cls]);
+}
+
+static void count(srd_gate *g, unsigned cls, int running, int waiting)
+{
+	g->running += (unsigned)running;
+	g->waiting += (unsigned)waiting;
+	if (g->n_classes) {
+		g->class_running[cls] += (unsigned)running;
+		g->class_waiting[cls] += (unsigned)waiting;
+	}
+}
+
+/* A slot for class cls: the next turn is the class after it's. */
+static void take_slot(srd_gate *g, unsigned cls)
+{
+	count(g, cls, 1, 0);
+	if (g->n_classes)
+		g->next_class = (cls + 1) % g->n_classes;
 }
 
 static void unqueue(srd_gate *g, struct srd_waiter *w)
@@ -54,9 +88,38 @@ static void unqueue(srd_gate *g, struct srd_waiter *w)
 			*(prev ? &prev->next : &g->first) = w->next;
 			if (g->last == w)
 				g->last = prev;
-			g->waiting--;
+			count(g, w->cls, 0, -1);
 			return;
 		}
+}
+
+/* The waiter a free slot goes to: of the classes that may run, the first
+ * in turn from next_class; within a class, the oldest. */
+static struct srd_waiter *next_waiter(const srd_gate *g)
+{
+	struct srd_waiter *best = NULL;
+	unsigned n = g->n_classes ? g->n_classes : 1, best_turn = n;
+	for (struct srd_waiter *w = g->first; w; w = w->next) {
+		unsigned turn = (w->cls + n - g->next_class % n) % n;
+		if (turn < best_turn && may_run(g, w->cls)) {
+			best = w;
+			best_turn = turn;
+		}
+	}
+	return best;
+}
+
+/* Under the lock: hand free slots to the waiters. Afterwards no waiter
+ * may run, so a newcomer that may run takes a free slot at once. */
+static void admit(srd_gate *g)
+{
+	struct srd_waiter *w;
+	while ((w = next_waiter(g))) {
+		unqueue(g, w);
+		w->admitted = true;
+		take_slot(g, w->cls);
+	}
+	pthread_cond_broadcast(&g->changed);
 }
 
 static void wait_a_while(srd_gate *g, bool timed)
@@ -75,21 +138,26 @@ static void wait_a_while(srd_gate *g, bool timed)
 	pthread_cond_timedwait(&g->changed, &g->lock, &until);
 }
 
-srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void *arg)
+srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg),
+				     void *arg)
 {
 	srd_gate_result rc = SRD_GATE_OK;
 	pthread_mutex_lock(&g->lock);
+	if (g->n_classes && cls >= g->n_classes)
+		cls = 0; /* a caller's bug: never an out-of-bounds count */
 	if (g->closed) {
 		rc = SRD_GATE_CLOSED;
-	} else if (g->running < g->max_running && !g->first) {
-		g->running++;
+	} else if (may_run(g, cls)) {
+		take_slot(g, cls);
+	} else if (g->n_classes && g->class_waiting[cls] >= g->class_max_waiting[cls]) {
+		rc = SRD_GATE_CLASS_FULL;
 	} else if (g->waiting >= g->max_waiting) {
 		rc = SRD_GATE_FULL;
 	} else {
-		struct srd_waiter w = { 0 };
+		struct srd_waiter w = { .cls = cls };
 		*(g->last ? &g->last->next : &g->first) = &w;
 		g->last = &w;
-		g->waiting++;
+		count(g, cls, 0, 1);
 		while (!g->closed && !w.admitted && rc == SRD_GATE_OK) {
 			wait_a_while(g, gone != NULL);
 			if (!w.admitted && gone && gone(arg))
@@ -105,17 +173,29 @@ srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void 
 	return rc;
 }
 
+srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void *arg)
+{
+	return srd_gate_enter_class(g, 0, gone, arg);
+}
+
 srd_gate_result srd_gate_enter(srd_gate *g)
 {
 	return srd_gate_enter_until(g, NULL, NULL);
 }
 
-void srd_gate_leave(srd_gate *g)
+void srd_gate_leave_class(srd_gate *g, unsigned cls)
 {
 	pthread_mutex_lock(&g->lock);
-	g->running--;
+	if (g->n_classes && cls >= g->n_classes)
+		cls = 0;
+	count(g, cls, -1, 0);
 	admit(g);
 	pthread_mutex_unlock(&g->lock);
+}
+
+void srd_gate_leave(srd_gate *g)
+{
+	srd_gate_leave_class(g, 0);
 }
 
 void srd_gate_close(srd_gate *g)

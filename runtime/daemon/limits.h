@@ -17,6 +17,10 @@ typedef struct srd_gate {
 	unsigned running, waiting;
 	struct srd_waiter *first, *last; /* FIFO: admitted in arrival order */
 	bool closed;
+	/* Classes (tenants; srd_gate_set_classes): each with its own caps,
+	 * free slots handed to the classes in turn. None: one class. */
+	unsigned n_classes, next_class;
+	unsigned *class_max_running, *class_max_waiting, *class_running, *class_waiting;
 } srd_gate;
 
 typedef enum srd_gate_result {
@@ -24,6 +28,7 @@ typedef enum srd_gate_result {
 	SRD_GATE_FULL,   /* the queue is full: try again later */
 	SRD_GATE_CLOSED, /* the daemon is shutting down */
 	SRD_GATE_GONE,   /* gone() said the caller left while it waited */
+	SRD_GATE_CLASS_FULL, /* the caller's class has its queue full */
 } srd_gate_result;
 
 int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting);
@@ -34,6 +39,17 @@ srd_gate_result srd_gate_enter(srd_gate *g);
  * disconnected gives up its place instead of running for no one. */
 srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void *arg);
 void srd_gate_leave(srd_gate *g);
+/* n classes, class i running at most max_running[i] with max_waiting[i]
+ * more queued. A free slot goes to the next class in turn that has a
+ * waiter it may admit (round robin), so one class's queue cannot hold back
+ * another's runs. -1: out of memory. */
+int srd_gate_set_classes(srd_gate *g, unsigned n, const unsigned *max_running,
+			 const unsigned *max_waiting);
+/* srd_gate_enter_until for a run of class cls (< n; 0 without classes);
+ * on SRD_GATE_OK the caller must srd_gate_leave_class with the same cls. */
+srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg),
+				     void *arg);
+void srd_gate_leave_class(srd_gate *g, unsigned cls);
 void srd_gate_close(srd_gate *g);
 /* Wait until nothing runs, at most timeout_ms. True when idle. */
 bool srd_gate_wait_idle(srd_gate *g, uint64_t timeout_ms);

@@ -48,7 +48,7 @@ static int install_signals(void)
 		return -1;
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
-	int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
 		if (sigaction(sigs[i], &sa, NULL) < 0)
 			return -1;
@@ -91,19 +91,29 @@ static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)
 	}
 	cJSON_AddStringToObject(line, "version", SR_VERSION);
 	cJSON_AddNumberToObject(line, "pid", getpid());
+	if (ctx->cfg->node_id)
+		cJSON_AddStringToObject(line, "node", ctx->cfg->node_id);
 	cJSON_AddNumberToObject(line, "max_concurrent_runs", ctx->gate.max_running);
 	cJSON_AddNumberToObject(line, "queue_depth", ctx->gate.max_waiting);
 	cJSON_AddItemToObject(line, "policies", srd_policies_names(ctx->policies));
 	srd_log_json("ready", line);
 }
 
-/* A signal arrived on fd: SIGHUP reloads the policies; true for one
- * that stops us (SIGTERM, SIGINT). */
+/* A signal arrived on fd: SIGHUP reloads the policies; SIGUSR1 drains
+ * without stopping (the router moves new work elsewhere, open sessions go
+ * on); true for one that stops us (SIGTERM, SIGINT). */
 static bool on_signal_fd(srd_ctx *ctx, int fd)
 {
 	unsigned char sig;
 	if (read(fd, &sig, 1) != 1)
 		return false;
+	if (sig == SIGUSR1) {
+		if (!atomic_exchange(&ctx->draining, true))
+			srd_log("info", "drain",
+				"SIGUSR1: draining, no new sessions or runs; "
+				"open sessions go on until SIGTERM");
+		return false;
+	}
 	if (sig != SIGHUP) {
 		srd_log("info", "shutdown", "signal %d: draining", sig);
 		return true;
@@ -135,11 +145,13 @@ static void serve(srd_ctx *ctx)
 }
 
 /* Stop taking work, let the runs finish within the grace period, end the
- * ones still going, then close every connection. */
+ * ones still going, then close every connection. The listeners accept
+ * until the runs are done: a router's health check then reads "draining"
+ * from /v1/ready (and new work gets a 503 it can retry elsewhere) instead
+ * of a refused connection; the unix socket's path goes at once. */
 static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 {
 	atomic_store(&ctx->draining, true);
-	srd_server_quiesce(srv);
 	srd_listen_unlink(ls, n);
 	srd_gate_close(&ctx->gate);
 	if (!srd_gate_wait_idle(&ctx->gate, ctx->cfg->shutdown_grace_ms)) {
@@ -147,6 +159,7 @@ static void drain(srd_ctx *ctx, srd_server *srv, srd_listener *ls, int n)
 		cleanup_stale("shutdown"); /* their results say "killed" */
 		srd_gate_wait_idle(&ctx->gate, 10000);
 	}
+	srd_server_quiesce(srv);
 	/* Let the last answers go out before the connections close. */
 	for (int i = 0; i < 500 && atomic_load(&ctx->requests_active); i++)
 		usleep(10000);
@@ -223,6 +236,52 @@ static int serve_stdio(srd_ctx *ctx, srd_config *cfg, bool dir_given, char *msg,
 	return 0;
 }
 
+/* With a tenants file, every client is one of its tenants: no token
+ * outside it, no TCP without one, no policy it names missing. */
+static int check_tenants(srd_ctx *ctx, const srd_config *cfg, const char *token, char *msg,
+			 size_t size)
+{
+	const srd_tenants *ts = &ctx->tenants;
+	if (!ts->from_file)
+		return 0;
+	if (token)
+		return snprintf(msg, size,
+				"token_file / SAFERUND_TOKEN: with a tenants file (%s) TCP tokens "
+				"are the tenants' own; move this token into a tenant's \"tokens\"",
+				cfg->tenants_file),
+		       -1;
+	if (cfg->insecure_no_token)
+		return snprintf(msg, size,
+				"insecure_no_token: a client without a token would be no tenant "
+				"(tenants file %s)",
+				cfg->tenants_file),
+		       -1;
+	for (size_t i = 0; i < ts->n; i++)
+		for (size_t j = 0; j < ts->t[i].n_policies; j++)
+			if (!srd_policies_has(ctx->policies, ts->t[i].policies[j]))
+				return snprintf(msg, size,
+						"tenants %s: tenants[%zu].policies[%zu]: no policy "
+						"\"%s\" in %s",
+						cfg->tenants_file, i, j, ts->t[i].policies[j],
+						cfg->policies_dir),
+				       -1;
+	return 0;
+}
+
+/* One class of the run gate per tenant, its quotas the class's caps.
+ * Without a tenants file the gate stays one FIFO, as before tenants. */
+static int gate_tenants(srd_gate *g, const srd_tenants *ts)
+{
+	if (!ts->from_file)
+		return 0;
+	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX];
+	for (size_t i = 0; i < ts->n; i++) {
+		running[i] = (unsigned)ts->t[i].max_runs;
+		waiting[i] = (unsigned)ts->t[i].queue_depth;
+	}
+	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting);
+}
+
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
 {
 	if (geteuid() != 0)
@@ -238,7 +297,11 @@ static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t 
 		return snprintf(msg, size, "default_policy: no policy \"%s\" in %s",
 				cfg->default_policy, cfg->policies_dir),
 		       -1;
+	if (srd_tenants_load(cfg, &ctx->tenants, msg, size) ||
+	    check_tenants(ctx, cfg, *token, msg, size))
+		return -1;
 	if (srd_gate_init(&ctx->gate, (unsigned)cfg->max_runs, (unsigned)cfg->queue_depth) ||
+	    gate_tenants(&ctx->gate, &ctx->tenants) ||
 	    srd_metrics_init(&ctx->metrics) || install_signals())
 		return snprintf(msg, size, "start-up: %s", strerror(errno)), -1;
 	ctx->cfg = cfg;
@@ -264,12 +327,15 @@ int main(int argc, char **argv)
 		/* no token, no listeners: stdin/stdout is the one client */
 		free(cfg.token_file);
 		cfg.token_file = NULL;
+		free(cfg.tenants_file); /* one client: the default tenant */
+		cfg.tenants_file = NULL;
 		rc = start(&ctx, &cfg, &token, msg, sizeof msg);
 		rc = rc ? rc : serve_stdio(&ctx, &cfg, dir_given, msg, sizeof msg);
 	} else if (rc == 0 && start(&ctx, &cfg, &token, msg, sizeof msg) == 0) {
 		/* Listeners first: a live instance on our socket stops us before
 		 * the clean-up could end its runs. */
-		n = srd_listen_open(&cfg, token != NULL, ls, msg, sizeof msg);
+		n = srd_listen_open(&cfg, token || srd_tenants_have_tokens(&ctx.tenants), ls, msg,
+				    sizeof msg);
 		if (n > 0)
 			cleanup_stale("start-up");
 		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
@@ -295,6 +361,7 @@ int main(int argc, char **argv)
 	srd_sessions_close(ctx.sessions);
 	srd_mcp_close(ctx.mcp);
 	srd_policies_close(ctx.policies);
+	srd_tenants_free(&ctx.tenants);
 	if (ctx.cfg) {
 		srd_gate_destroy(&ctx.gate);
 		srd_metrics_destroy(&ctx.metrics);

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "log.h"
 #include "mcp_tools.h"
+#include "node.h"
 
 static const char *const versions[] = { SRD_MCP_VERSION, "2025-03-26", "2024-11-05", NULL };
 
@@ -206,9 +206,10 @@ void srd_mcp_dispatch(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer, srd_
 #define SESSION_IDLE_MS (24ull * 3600 * 1000)
 
 struct mcp_session {
-	char id[33];
+	char id[64]; /* [NODE-]32 hex (node.h) */
 	char version[16];
 	uint64_t used_ms;
+	const struct srd_tenant *tenant; /* the client's: only it may use the id */
 };
 
 struct srd_mcp {
@@ -243,13 +244,13 @@ static void drop_locked(srd_mcp *m, size_t i)
 	m->s[i] = m->s[--m->n];
 }
 
-static int session_new(srd_mcp *m, const char *version, char id[33])
+/* In a fleet the id starts with the node's: the router sends the
+ * session's requests (its Mcp-Session-Id header) to this node. */
+static int session_new(srd_mcp *m, const char *node, const char *version,
+		       const struct srd_tenant *tenant, char id[64])
 {
-	unsigned char raw[16];
-	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+	if (srd_node_new_id(node, 16, id, 64) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(id + 2 * i, 3, "%02x", raw[i]);
 	pthread_mutex_lock(&m->lock);
 	if (m->n == MAX_SESSIONS) {
 		size_t lru = 0;
@@ -262,12 +263,13 @@ static int session_new(srd_mcp *m, const char *version, char id[33])
 	snprintf(s->id, sizeof s->id, "%s", id);
 	snprintf(s->version, sizeof s->version, "%s", version);
 	s->used_ms = srd_now_ms();
+	s->tenant = tenant;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
-/* Find (and touch) id; remove it too when end. Expired ones go. */
-static bool session_use(srd_mcp *m, const char *id, bool end)
+/* Find (and touch) tenant's id; remove it too when end. Expired ones go. */
+static bool session_use(srd_mcp *m, const char *id, const struct srd_tenant *tenant, bool end)
 {
 	uint64_t now = srd_now_ms();
 	bool found = false;
@@ -277,7 +279,7 @@ static bool session_use(srd_mcp *m, const char *id, bool end)
 			drop_locked(m, i);
 			continue;
 		}
-		if (strcmp(m->s[i].id, id) == 0) {
+		if (strcmp(m->s[i].id, id) == 0 && m->s[i].tenant == tenant) {
 			found = true;
 			m->s[i].used_ms = now;
 			if (end) {
@@ -376,9 +378,12 @@ static int check_request(srd_ctx *ctx, const srd_request *req, srd_response *res
 			    "initialize first; its answer has the id)");
 		return -1;
 	}
-	if (!session_use(ctx->mcp, sid, end)) {
+	srd_ferr other = { 0 };
+	if (!session_use(ctx->mcp, sid, req->peer->tenant, end)) {
 		refuse_http(res, 404, SRD_RPC_SESSION_NOT_FOUND,
-			    "Session not found: it ended or expired; initialize again");
+			    srd_node_not_ours(ctx->cfg->node_id, "MCP session", sid, &other)
+				? other.msg
+				: "Session not found: it ended or expired; initialize again");
 		return -1;
 	}
 	return 0;
@@ -412,10 +417,15 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 		return;
 	}
 	bool init = srd_mcp_is_initialize(msg);
-	if (check_request(ctx, req, res, !init, false) == 0) {
+	srd_ferr drain = { 0 };
+	if (init && srd_node_refuse_draining(ctx, "MCP sessions", &drain)) {
+		refuse_http(res, 503, SRD_RPC_INTERNAL, drain.msg);
+		res->retry_after = drain.retry_after;
+	} else if (check_request(ctx, req, res, !init, false) == 0) {
 		srd_mcp_dispatch(ctx, msg, req->peer, &out);
-		char id[33];
-		if (out.initialize && session_new(ctx->mcp, out.version, id) == 0)
+		char id[64];
+		if (out.initialize && session_new(ctx->mcp, ctx->cfg->node_id, out.version,
+						  req->peer->tenant, id) == 0)
 			srd_respond_header(res, "Mcp-Session-Id", id);
 		else if (out.initialize) {
 			cJSON_Delete(out.body);

@@ -111,6 +111,7 @@ int srd_mcp_stdio(srd_ctx *ctx, int in_fd, int out_fd, int stop_fd,
 {
 	struct stdio_server s = { .ctx = ctx, .out_fd = out_fd, .peer = { .fd = -1 } };
 	snprintf(s.peer.addr, sizeof s.peer.addr, "stdio");
+	s.peer.tenant = &ctx->tenants.t[0]; /* stdio has one client: the default tenant */
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.idle, NULL);
 	size_t max = ctx->cfg->max_body_bytes, len = 0, cap = 65536;

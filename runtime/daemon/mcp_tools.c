@@ -169,7 +169,7 @@ static srd_session *find_session(const tool_call *c, cJSON **fail)
 {
 	srd_ferr e = { 0 };
 	const char *id = arg_string(c, "session_id");
-	srd_session *ss = srd_session_find(c->ctx->sessions, id, &e);
+	srd_session *ss = srd_session_find(c->ctx->sessions, c->peer->tenant, id, &e);
 	if (!ss)
 		*fail = failure("Session %.64s not found", id);
 	return ss;
@@ -307,6 +307,13 @@ static cJSON *check_python(const tool_call *c, srd_ferr *e)
 
 /* ---- AgentRunPlus's session tools ------------------------------------------ */
 
+/* A model reads these URLs and has no Host to resolve them against
+ * (stdio has none at all): public_url when set, else relative paths. */
+static const char *mcp_base(const tool_call *c)
+{
+	return c->ctx->cfg->public_url ? c->ctx->cfg->public_url : "";
+}
+
 static cJSON *create_session(const tool_call *c, srd_ferr *e)
 {
 	(void)e;
@@ -315,7 +322,7 @@ static cJSON *create_session(const tool_call *c, srd_ferr *e)
 	srd_ferr why = { 0 };
 	if (srd_session_create(c->ctx, &o, c->peer, &ss, &why))
 		return failure("Failed to create session: %s", why.msg);
-	cJSON *j = srd_arp_created_json(ss);
+	cJSON *j = srd_arp_created_json(ss, mcp_base(c));
 	srd_session_release(ss);
 	return object_result(j);
 }
@@ -430,7 +437,7 @@ static cJSON *download_file(const tool_call *c, srd_ferr *e)
 static cJSON *list_sessions(const tool_call *c, srd_ferr *e)
 {
 	(void)e;
-	return object_result(srd_arp_list_json(c->ctx));
+	return object_result(srd_arp_list_json(c->ctx, c->peer->tenant));
 }
 
 static cJSON *get_session_info(const tool_call *c, srd_ferr *e)
@@ -450,7 +457,7 @@ static cJSON *close_session(const tool_call *c, srd_ferr *e)
 	(void)e;
 	srd_ferr why = { 0 };
 	const char *id = arg_string(c, "session_id");
-	if (srd_session_end(c->ctx->sessions, id, &why))
+	if (srd_session_end(c->ctx->sessions, c->peer->tenant, id, &why))
 		return failure("Session %.64s not found", id);
 	cJSON *j = srd_arp_closed_json(id);
 	cJSON_AddBoolToObject(j, "success", true);
@@ -471,14 +478,15 @@ static cJSON *get_health(const tool_call *c, srd_ferr *e)
 	return object_result(srd_health_json(c->ctx));
 }
 
-static cJSON *listing(const tool_call *c, cJSON *(*list)(srd_session *, srd_ferr *))
+static cJSON *listing(const tool_call *c,
+		      cJSON *(*list)(srd_session *, const char *, srd_ferr *))
 {
 	cJSON *res = NULL;
 	srd_session *ss = find_session(c, &res);
 	if (!ss)
 		return res;
 	srd_ferr why = { 0 };
-	cJSON *j = list(ss, &why);
+	cJSON *j = list(ss, mcp_base(c), &why);
 	res = j ? object_result(j) : failure("Failed to list files: %s", why.msg);
 	srd_session_release(ss);
 	return res;

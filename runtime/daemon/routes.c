@@ -6,6 +6,7 @@
 
 #include "health.h"
 #include "mcp.h"
+#include "node.h"
 #include "packages.h"
 #include "run.h"
 #include "session_routes.h"
@@ -25,6 +26,7 @@ static const srd_route_def routes[] = {
 	{ "POST", "/v1/run", srd_handle_run },
 	{ "GET", "/v1/health", handle_health },
 	{ "GET", "/health", handle_health },
+	{ "GET", "/v1/ready", srd_handle_ready },
 	{ "GET", "/metrics", handle_metrics },
 	{ "GET", "/v1/openapi.json", handle_openapi },
 	{ "GET", "/", handle_root },

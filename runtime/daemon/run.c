@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "node.h"
 #include "warm_pools.h"
 
 /* The client closed its end (or the connection broke) while its run
@@ -22,15 +23,23 @@ static bool client_gone(void *arg)
 
 srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr *e)
 {
-	srd_gate_result g =
-	    srd_gate_enter_until(&ctx->gate, peer ? client_gone : NULL, (void *)peer);
+	const srd_tenant *t = peer->tenant;
+	srd_gate_result g = srd_gate_enter_class(&ctx->gate, t->index, client_gone, (void *)peer);
 	if (g == SRD_GATE_GONE) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_CLIENT_GONE);
 		srd_log("info", "run", "a queued run was dropped: its client disconnected");
 		/* 499, nginx's "client closed request": no one reads it. */
 		srd_fail(e, 499, NULL, "the client disconnected while its run was queued");
 	}
-	if (g == SRD_GATE_FULL) {
+	if (g == SRD_GATE_CLASS_FULL) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
+		srd_fail(e, 429, NULL,
+			 "tenant \"%s\" has %u runs running and %u waiting (its "
+			 "max_concurrent_runs and queue_depth quotas); try again shortly",
+			 t->name, ctx->gate.class_max_running[t->index],
+			 ctx->gate.class_max_waiting[t->index]);
+		e->retry_after = 1;
+	} else if (g == SRD_GATE_FULL) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
 		srd_fail(e, 429, NULL,
 			 "saferund is busy: %u runs are running and %u waiting; "
@@ -43,6 +52,11 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 		e->retry_after = 5;
 	}
 	return g;
+}
+
+void srd_run_leave_gate(srd_ctx *ctx, const srd_peer *peer)
+{
+	srd_gate_leave_class(&ctx->gate, peer->tenant->index);
 }
 
 /* The library refused before anything ran: bad input, or a host problem. */
@@ -122,7 +136,14 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 {
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
-	if (srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	if (srd_node_refuse_draining(ctx, "runs", e)) {
+		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_DRAINING);
+		return -1;
+	}
+	if (srd_tenant_check_policy(peer->tenant, name, e) ||
+	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	    srd_tenant_check_allow(peer->tenant, p, o->allow_field ? o->allow_field : "allow",
+				   o->allow, o->n_allow, e) ||
 	    srd_run_opts_apply(o, p, name, e)) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
 		sr_policy_free(p);
@@ -150,7 +171,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	uint64_t t1 = srd_now_ms();
 	sr_error err = { 0 };
 	int rc = run_unmasked(ctx, name, &req, res, &err);
-	srd_gate_leave(&ctx->gate);
+	srd_run_leave_gate(ctx, peer);
 	sr_policy_free(p);
 	if (rc < 0) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);

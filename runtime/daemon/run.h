@@ -20,9 +20,12 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		    srd_ferr *e);
 
 /* The pieces sessions share with one-shot runs. */
-/* Wait for a run slot: SRD_GATE_OK, or e says 429/503 (or 499: the
- * peer disconnected while queued). */
+/* Wait for a run slot in turn with the other tenants: SRD_GATE_OK, or e
+ * says 429 (the daemon's queue or the peer's tenant's is full), 503, or
+ * 499 (the peer disconnected while queued). */
 srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr *e);
+/* The slot back (after SRD_GATE_OK). */
+void srd_run_leave_gate(srd_ctx *ctx, const srd_peer *peer);
 /* The library refused before anything ran: err as a 4xx/5xx. */
 int srd_run_refused(const sr_error *err, srd_ferr *e);
 /* Metrics and the run's log line (session: its id, or NULL). */

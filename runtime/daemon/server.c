@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,24 @@
 /* Idle keep-alive connections close after this; a run in progress is
  * exempt (see dispatch). */
 #define IDLE_TIMEOUT_S 120u
+/* A TCP connection has this long between bytes until it has sent an
+ * authenticated request: idle or trickling ones do not hold a place. */
+#define PENDING_TIMEOUT_S 10u
+
+/* A TCP connection that has not yet sent a request with a tenant's token. */
+struct pending {
+	struct pending *prev, *next;
+	int fd;
+	bool listed; /* in its endpoint's list; off once authenticated or evicted */
+};
 
 struct endpoint {
 	struct MHD_Daemon *mhd;
 	srd_ctx *ctx;
 	srd_listener *l;
+	pthread_mutex_t lock;
+	struct pending *oldest, *newest; /* the pending connections, oldest first */
+	unsigned n_pending;
 };
 
 struct srd_server {
@@ -101,6 +115,9 @@ static enum MHD_Result send_response(struct exchange *x, struct MHD_Connection *
 					res->content_disposition);
 	for (size_t i = 0; i < res->n_headers; i++)
 		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
+	/* which node answered: the router's (and a client's) view of a fleet */
+	if (x->ep->ctx->cfg->node_id)
+		MHD_add_response_header(r, "Saferun-Node", x->ep->ctx->cfg->node_id);
 	if (res->status == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"saferund\"");
@@ -133,6 +150,71 @@ static enum MHD_Result refuse_too_large(struct exchange *x, struct MHD_Connectio
 			  cap);
 }
 
+static void unlist_locked(struct endpoint *ep, struct pending *p)
+{
+	*(p->prev ? &p->prev->next : &ep->oldest) = p->next;
+	*(p->next ? &p->next->prev : &ep->newest) = p->prev;
+	p->listed = false;
+	ep->n_pending--;
+}
+
+/* Connections before authentication are capped per listener, and a new
+ * one pushes out the oldest rather than being refused: idle connections
+ * (an attacker needs no token to open them) then cannot fill
+ * max_connections and lock token holders out, and a client that sends its
+ * request at once is authenticated long before it would be pushed out. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct endpoint *ep = cls;
+	struct pending *p = *socket_context;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		pthread_mutex_lock(&ep->lock);
+		if (p && p->listed)
+			unlist_locked(ep, p);
+		pthread_mutex_unlock(&ep->lock);
+		free(p);
+		*socket_context = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *fdi =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ep->l->need_token || !fdi || !(p = calloc(1, sizeof *p)))
+		return;
+	p->fd = fdi->connect_fd;
+	pthread_mutex_lock(&ep->lock);
+	if (ep->n_pending >= ep->ctx->cfg->max_pending_connections && ep->oldest) {
+		/* its thread sees the end of the stream and closes it */
+		shutdown(ep->oldest->fd, SHUT_RDWR);
+		unlist_locked(ep, ep->oldest);
+	}
+	p->listed = true;
+	p->prev = ep->newest;
+	*(ep->newest ? &ep->newest->next : &ep->oldest) = p;
+	ep->newest = p;
+	ep->n_pending++;
+	pthread_mutex_unlock(&ep->lock);
+	*socket_context = p;
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, PENDING_TIMEOUT_S);
+}
+
+/* A request on c had a tenant's token: c is no longer pending. */
+static void authenticated(struct endpoint *ep, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct pending *p = ci ? ci->socket_context : NULL;
+	if (!p)
+		return;
+	pthread_mutex_lock(&ep->lock);
+	bool was = p->listed;
+	if (was)
+		unlist_locked(ep, p);
+	pthread_mutex_unlock(&ep->lock);
+	if (was)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
+}
+
 /* First call for a request: headers only. Refuse early what can be. */
 static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, const char *url,
 			     const char *method, void **state)
@@ -151,14 +233,15 @@ static enum MHD_Result begin(struct endpoint *ep, struct MHD_Connection *c, cons
 	for (char *p = x->path; *p; p++)
 		*p = *p < 0x20 || *p > 0x7e ? '?' : *p;
 	fill_peer(&x->peer, c, ep->l->is_unix);
-	if (ep->l->need_token) {
-		const char *auth =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		if (!srd_token_matches(ep->ctx->token, auth))
-			return send_error(x, c, 401, "%s",
-					  auth ? "the bearer token is wrong"
-					       : "missing \"Authorization: Bearer TOKEN\" header");
-	}
+	const char *auth =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned status;
+	const char *why;
+	x->peer.tenant = srd_tenants_identify(&ep->ctx->tenants, ep->ctx->token, &x->peer,
+					      ep->l->need_token, auth, &status, &why);
+	if (!x->peer.tenant)
+		return send_error(x, c, status, "%s", why);
+	authenticated(ep, c);
 	/* Cut short, it would name another file or route. */
 	if (strlen(url) >= sizeof x->url)
 		return send_error(x, c, 414, "the path is over %s bytes", "2047");
@@ -399,12 +482,13 @@ int srd_server_start(srd_ctx *ctx, srd_listener *ls, int n, srd_server **out, ch
 	for (int i = 0; i < n; i++, s->n++) {
 		struct endpoint *ep = &s->ep[i];
 		*ep = (struct endpoint){ .ctx = ctx, .l = &ls[i] };
+		pthread_mutex_init(&ep->lock, NULL);
 		ep->mhd = MHD_start_daemon(
 		    flags, 0, NULL, NULL, on_request, ep, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
 		    NULL, MHD_OPTION_LISTEN_SOCKET, ls[i].fd, MHD_OPTION_NOTIFY_COMPLETED,
 		    on_completed, ep, MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
 		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)ctx->cfg->max_connections,
-		    MHD_OPTION_END);
+		    MHD_OPTION_NOTIFY_CONNECTION, on_connection, ep, MHD_OPTION_END);
 		if (!ep->mhd) {
 			snprintf(msg, size, "start the HTTP server on %s", ls[i].name);
 			srd_server_stop(s);
@@ -426,8 +510,10 @@ void srd_server_stop(srd_server *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
 		if (s->ep[i].mhd)
 			MHD_stop_daemon(s->ep[i].mhd);
+		pthread_mutex_destroy(&s->ep[i].lock);
+	}
 	free(s);
 }

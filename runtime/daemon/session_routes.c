@@ -52,12 +52,12 @@ void srd_handle_session_create(srd_ctx *ctx, const srd_request *req, srd_respons
 
 void srd_handle_session_list(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)req;
-	cJSON *ids = srd_sessions_ids(ctx->sessions), *list = cJSON_CreateArray(), *id;
+	const srd_tenant *t = req->peer->tenant;
+	cJSON *ids = srd_sessions_ids(ctx->sessions, t), *list = cJSON_CreateArray(), *id;
 	cJSON_ArrayForEach(id, ids)
 	{
 		srd_ferr e = { 0 };
-		srd_session *ss = srd_session_find(ctx->sessions, id->valuestring, &e);
+		srd_session *ss = srd_session_find(ctx->sessions, t, id->valuestring, &e);
 		if (ss) /* it may have closed since */
 			cJSON_AddItemToArray(list, srd_session_json(ss));
 		srd_session_release(ss);
@@ -83,7 +83,7 @@ void srd_handle_session_get(srd_ctx *ctx, const srd_request *req, srd_response *
 void srd_handle_session_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	if (srd_session_end(ctx->sessions, req->params[0], &e)) {
+	if (srd_session_end(ctx->sessions, req->peer->tenant, req->params[0], &e)) {
 		srd_respond_error(res, &e);
 		return;
 	}
@@ -170,16 +170,24 @@ void srd_handle_files_list(srd_ctx *ctx, const srd_request *req, srd_response *r
 	srd_session_release(ss);
 }
 
+/* max_file_size, or the session's tenant's quota when it is lower. */
+static uint64_t file_cap(const srd_ctx *ctx, const srd_session *ss)
+{
+	uint64_t t = srd_session_tenant(ss)->max_file_bytes;
+	return t < ctx->cfg->max_file_bytes ? t : ctx->cfg->max_file_bytes;
+}
+
 /* Store an uploaded file (size-capped) in the workspace; e for the errors. */
 int srd_session_put_file(srd_ctx *ctx, srd_session *ss, const char *path, const void *data,
 			 size_t size, const char *field, srd_ferr *e)
 {
 	sr_error err = { 0 };
 	srd_session_touch(ss);
-	if (size > ctx->cfg->max_file_bytes)
+	uint64_t cap = file_cap(ctx, ss);
+	if (size > cap)
 		return srd_fail(e, 413, field,
 				"%s: %zu bytes is over the %llu byte file cap (max_file_size)",
-				path, size, (unsigned long long)ctx->cfg->max_file_bytes);
+				path, size, (unsigned long long)cap);
 	if (sr_workspace_write(srd_session_workspace(ss), path, data, size, &err))
 		return srd_session_file_error(&err, field, e);
 	return 0;
@@ -193,8 +201,8 @@ int srd_session_send_file(srd_ctx *ctx, srd_session *ss, const char *path, const
 	size_t size;
 	sr_error err = { 0 };
 	srd_session_touch(ss);
-	if (sr_workspace_read(srd_session_workspace(ss), path, ctx->cfg->max_file_bytes, &data,
-			      &size, &err))
+	if (sr_workspace_read(srd_session_workspace(ss), path, file_cap(ctx, ss), &data, &size,
+			      &err))
 		return srd_session_file_error(&err, "path", e);
 	srd_respond_attachment(res, 200, name, data, size);
 	return 0;

@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "daemon.h"
 #include "log.h"
+#include "node.h"
 #include "run.h"
 
 struct srd_session {
-	char id[24];
+	char id[40]; /* [NODE-]16 hex (node.h) */
 	char policy_name[128];
 	sr_policy *policy;
 	sr_workspace *ws;
@@ -28,15 +28,23 @@ struct srd_session {
 	uint64_t created_ms, used_ms;
 	unsigned runs;
 	unsigned refs; /* the table's own (while open) + each request's */
+	const srd_tenant *tenant; /* its owner: no other tenant finds it */
+	uint64_t max_age_ms;      /* session_max_age, or the tenant's if lower */
 	bool ended;
 	srd_session *next;
 	srd_sessions *table;
 };
 
+/* Sessions being built at once (each holds a request thread). */
+#define SRD_SESSIONS_BUILDING 256
+
 struct srd_sessions {
 	pthread_mutex_t lock;
 	srd_session *head; /* oldest first */
 	unsigned count;
+	/* the tenants of the sessions being built: counted in their quota */
+	const srd_tenant *builders[SRD_SESSIONS_BUILDING];
+	size_t building;
 	const srd_config *cfg;
 };
 
@@ -135,7 +143,7 @@ void srd_sessions_reap(srd_sessions *s)
 		pthread_mutex_lock(&s->lock);
 		for (srd_session *ss = s->head; ss && !found; ss = ss->next) {
 			bool busy = ss->refs > 1; /* a request holds it */
-			if (now - ss->created_ms > s->cfg->session_max_age_ms)
+			if (now - ss->created_ms > ss->max_age_ms)
 				found = ss, why = "session_max_age";
 			else if (!busy && now - ss->used_ms > s->cfg->session_ttl_ms)
 				found = ss, why = "idle past session_ttl";
@@ -149,35 +157,39 @@ void srd_sessions_reap(srd_sessions *s)
 	}
 }
 
-cJSON *srd_sessions_ids(srd_sessions *s)
+cJSON *srd_sessions_ids(srd_sessions *s, const srd_tenant *tenant)
 {
 	cJSON *ids = cJSON_CreateArray();
 	pthread_mutex_lock(&s->lock);
 	for (srd_session *ss = s->head; ss; ss = ss->next)
-		cJSON_AddItemToArray(ids, cJSON_CreateString(ss->id));
+		if (ss->tenant == tenant)
+			cJSON_AddItemToArray(ids, cJSON_CreateString(ss->id));
 	pthread_mutex_unlock(&s->lock);
 	return ids;
 }
 
-srd_session *srd_session_find(srd_sessions *s, const char *id, srd_ferr *e)
+srd_session *srd_session_find(srd_sessions *s, const srd_tenant *tenant, const char *id,
+			      srd_ferr *e)
 {
 	srd_session *found = NULL;
 	pthread_mutex_lock(&s->lock);
+	/* Another tenant's session is not found, with the same words as one
+	 * that never was: the answer must not tell that the id exists. */
 	for (srd_session *ss = s->head; ss && !found; ss = ss->next)
-		if (strcmp(ss->id, id) == 0) {
+		if (strcmp(ss->id, id) == 0 && ss->tenant == tenant) {
 			found = ss;
 			ss->refs++;
 		}
 	pthread_mutex_unlock(&s->lock);
-	if (!found)
+	if (!found && !srd_node_not_ours(s->cfg->node_id, "Session", id, e))
 		srd_fail(e, 404, NULL,
 			 "Session %.64s not found (closed, expired, or never created)", id);
 	return found;
 }
 
-int srd_session_end(srd_sessions *s, const char *id, srd_ferr *e)
+int srd_session_end(srd_sessions *s, const srd_tenant *tenant, const char *id, srd_ferr *e)
 {
-	srd_session *ss = srd_session_find(s, id, e);
+	srd_session *ss = srd_session_find(s, tenant, id, e);
 	if (!ss)
 		return -1;
 	pthread_mutex_lock(&s->lock);
@@ -194,7 +206,7 @@ int srd_session_end(srd_sessions *s, const char *id, srd_ferr *e)
 srd_session *srd_session_from_request(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
-	srd_session *ss = srd_session_find(ctx->sessions, req->params[0], &e);
+	srd_session *ss = srd_session_find(ctx->sessions, req->peer->tenant, req->params[0], &e);
 	if (!ss) {
 		srd_respond_error(res, &e);
 		return NULL;
@@ -207,6 +219,11 @@ void srd_session_touch(srd_session *ss)
 	pthread_mutex_lock(&ss->table->lock);
 	ss->used_ms = srd_now_ms();
 	pthread_mutex_unlock(&ss->table->lock);
+}
+
+const srd_tenant *srd_session_tenant(const srd_session *ss)
+{
+	return ss->tenant;
 }
 
 const char *srd_session_id(const srd_session *ss)
@@ -256,21 +273,17 @@ static int write_files(srd_session *ss, const srd_run_opts *o, srd_ferr *e)
 }
 
 /* 16 hex digits from the kernel's CSPRNG: ids are not guessable, so one
- * client cannot reach another's session by counting. */
-static int new_id(char *out, size_t size)
+ * client cannot reach another's session by counting. In a fleet the
+ * node's id comes first: the router sends the session's requests to it. */
+static int new_id(const srd_config *cfg, char *out, size_t size)
 {
-	unsigned char b[8];
-	if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-		return -1;
-	for (size_t i = 0; i < sizeof b; i++)
-		snprintf(out + 2 * i, size - 2 * i, "%02x", b[i]);
-	return 0;
+	return srd_node_new_id(cfg->node_id, 8, out, size);
 }
 
 static srd_session *new_session(srd_ctx *ctx, sr_policy *p, const char *name, srd_ferr *e)
 {
 	srd_session *ss = calloc(1, sizeof *ss);
-	if (!ss || new_id(ss->id, sizeof ss->id) < 0) {
+	if (!ss || new_id(ctx->cfg, ss->id, sizeof ss->id) < 0) {
 		free(ss);
 		srd_fail(e, 500, NULL, "no memory or randomness for a session");
 		return NULL;
@@ -314,29 +327,70 @@ static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opt
 	return 0;
 }
 
+/* Under the lock: the tenant's open sessions, and those it is building. */
+static unsigned tenant_sessions_locked(srd_sessions *s, const srd_tenant *t)
+{
+	unsigned n = 0;
+	for (srd_session *ss = s->head; ss; ss = ss->next)
+		n += ss->tenant == t;
+	for (size_t i = 0; i < s->building; i++)
+		n += s->builders[i] == t;
+	return n;
+}
+
+static void drop_builder_locked(srd_sessions *s, const srd_tenant *t)
+{
+	for (size_t i = 0; i < s->building; i++)
+		if (s->builders[i] == t) {
+			s->builders[i] = s->builders[--s->building];
+			return;
+		}
+}
+
+/* A place for one more session, the daemon's and the tenant's, held while
+ * it is built (a workspace and requirements take a while). */
+static int take_place(srd_sessions *s, const srd_tenant *t, srd_ferr *e)
+{
+	pthread_mutex_lock(&s->lock);
+	bool full = s->count >= s->cfg->max_sessions || s->building >= SRD_SESSIONS_BUILDING;
+	bool over = !full && tenant_sessions_locked(s, t) >= t->max_sessions;
+	if (!full && !over) {
+		s->count++;
+		s->builders[s->building++] = t;
+	}
+	pthread_mutex_unlock(&s->lock);
+	e->retry_after = 10;
+	if (full)
+		return srd_fail(e, 429, NULL,
+				"%u sessions are open (max_sessions); close one or wait for "
+				"idle ones to expire",
+				(unsigned)s->cfg->max_sessions);
+	if (over)
+		return srd_fail(e, 429, NULL,
+				"tenant \"%s\" has %u sessions open (its max_sessions quota); "
+				"close one or wait for idle ones to expire",
+				t->name, (unsigned)t->max_sessions);
+	e->retry_after = 0;
+	return 0;
+}
+
 int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, srd_session **out,
 		       srd_ferr *e)
 {
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
-	if (srd_policies_get(ctx->policies, name, "policy", &p, e) ||
+	if (srd_node_refuse_draining(ctx, "sessions", e))
+		return -1;
+	if (srd_tenant_check_policy(peer->tenant, name, e) ||
+	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
 	    srd_run_opts_apply(o, p, name, e)) {
 		sr_policy_free(p);
 		return -1;
 	}
 	srd_sessions *s = ctx->sessions;
-	pthread_mutex_lock(&s->lock);
-	bool full = s->count >= s->cfg->max_sessions;
-	if (!full)
-		s->count++; /* the place is ours while we build it */
-	pthread_mutex_unlock(&s->lock);
-	if (full) {
+	if (take_place(s, peer->tenant, e)) {
 		sr_policy_free(p);
-		e->retry_after = 10;
-		return srd_fail(e, 429, NULL,
-				"%u sessions are open (max_sessions); close one or wait for "
-				"idle ones to expire",
-				(unsigned)s->cfg->max_sessions);
+		return -1;
 	}
 	srd_session *ss = new_session(ctx, p, name, e);
 	if (!ss) {
@@ -348,6 +402,10 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	pthread_mutex_lock(&s->lock);
 	if (ss) {
 		ss->stateful = o->stateful;
+		ss->tenant = peer->tenant;
+		ss->max_age_ms = s->cfg->session_max_age_ms < peer->tenant->session_max_age_ms
+				     ? s->cfg->session_max_age_ms
+				     : peer->tenant->session_max_age_ms;
 		ss->table = s;
 		ss->refs = 2; /* the table's and the caller's */
 		srd_session **tail = &s->head;
@@ -357,6 +415,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	} else {
 		s->count--;
 	}
+	drop_builder_locked(s, peer->tenant);
 	pthread_mutex_unlock(&s->lock);
 	if (!ss)
 		return -1;
@@ -450,7 +509,9 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 	}
 	if (o->have_timeout)
 		lowered.limits.wall_ms = o->timeout_ms;
-	if (write_files(ss, o, e) || srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
+	if (srd_tenant_check_allow(ss->tenant, ss->policy, o->allow_field ? o->allow_field : "allow",
+				   o->allow, o->n_allow, e) ||
+	    write_files(ss, o, e) || srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK)
 		goto out;
 	uint64_t t1 = srd_now_ms();
 	sr_run_request req = { .policy = &lowered,
@@ -462,7 +523,7 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 			       .n_allow = o->n_allow };
 	sr_error err = { 0 };
 	rc = run_in_kernel(ctx, ss, &req, res, &err);
-	srd_gate_leave(&ctx->gate);
+	srd_run_leave_gate(ctx, peer);
 	if (rc < 0) {
 		srd_run_refused(&err, e);
 		goto out;

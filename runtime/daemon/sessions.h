@@ -19,6 +19,7 @@
 typedef struct srd_session srd_session;
 typedef struct srd_sessions srd_sessions;
 struct srd_ctx;
+struct srd_tenant;
 
 /* Make the workspaces dir and clear what a crashed instance left in it. */
 int srd_sessions_open(const srd_config *cfg, srd_sessions **out, char *msg, size_t size);
@@ -27,19 +28,22 @@ void srd_sessions_close(srd_sessions *s);
 unsigned srd_sessions_count(srd_sessions *s);
 /* Close the sessions idle past session_ttl or older than session_max_age. */
 void srd_sessions_reap(srd_sessions *s);
-/* The open sessions' ids, oldest first. */
-cJSON *srd_sessions_ids(srd_sessions *s);
+/* The ids of tenant's open sessions, oldest first. */
+cJSON *srd_sessions_ids(srd_sessions *s, const struct srd_tenant *tenant);
 
 /* Policy and limits from o (as for a run), a workspace, o's files in it.
  * The session comes back referenced: srd_session_release it. */
 int srd_session_create(struct srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer,
 		       srd_session **out, srd_ferr *e);
-/* Find and reference; 404 in e when there is no such open session. */
-srd_session *srd_session_find(srd_sessions *s, const char *id, srd_ferr *e);
+/* Find tenant's session and reference it; 404 in e when it has no such
+ * open session (another tenant's is answered the same). */
+srd_session *srd_session_find(srd_sessions *s, const struct srd_tenant *tenant, const char *id,
+			      srd_ferr *e);
 void srd_session_release(srd_session *ss);
 /* Close: it leaves the table at once; a run in progress is ended; the
  * workspace goes when the last reference does. 404 if unknown. */
-int srd_session_end(srd_sessions *s, const char *id, srd_ferr *e);
+int srd_session_end(srd_sessions *s, const struct srd_tenant *tenant, const char *id,
+		    srd_ferr *e);
 
 /* Run o's code in the session (its files written first). 0: res filled
  * (sr_result_free it); -1: e says why nothing ran. */
@@ -53,6 +57,7 @@ srd_session *srd_session_from_request(struct srd_ctx *ctx, const srd_request *re
 /* A file call used it: its idle time starts again (runs do this too). */
 void srd_session_touch(srd_session *ss);
 const char *srd_session_id(const srd_session *ss);
+const struct srd_tenant *srd_session_tenant(const srd_session *ss);
 const char *srd_session_workdir(const srd_session *ss); /* inside the sandbox: "/work" */
 sr_workspace *srd_session_workspace(srd_session *ss);
 /* {session_id, policy, stateful, created_s, idle_s, runs, workdir,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """saferund's rows for scripts/bench: runs through the daemon, warm and cold.
 
-scripts/bench runs this as a coprocess, next to its hyperfine rows, so that
+scripts/bench runs this as a child process, next to its hyperfine rows, so that
 the daemon's rounds take turns with the other tools' (hyperfine cannot time
 an HTTP request):
 

@@ -90,8 +90,11 @@ class Client:
         return self._call("GET", f"/sessions/{session_id}/src").json()
 
     def get(self, url):
-        """A URL the server handed out (download_url, artifacts_url)."""
-        return self._call("GET", url)
+        """A URL the server handed out (download_url, artifacts_url): absolute,
+        as AgentRunPlus's are, so it is fetched as it is."""
+        r = self.session.get(url, timeout=self.timeout)
+        r.raise_for_status()
+        return r
 
 
 @pytest.fixture
@@ -144,8 +147,8 @@ def test_create_get_list_close(arp):
     sid = info.session_id
     assert info.workdir == sid
     assert info.source_path == "/work/src" and info.artifact_path == "/work/artifacts"
-    assert info.upload_url == f"/sessions/{sid}/copy-to"
-    assert info.artifacts_url == f"/sessions/{sid}/artifacts"
+    assert info.upload_url == f"{arp.base_url}/sessions/{sid}/copy-to"
+    assert info.artifacts_url == f"{arp.base_url}/sessions/{sid}/artifacts"
     got = arp.get_session(sid)
     assert (got.session_id, got.source_path, got.artifact_path) == \
         (sid, info.source_path, info.artifact_path)
@@ -318,7 +321,7 @@ def test_artifacts_list_download_and_copy_from(arp):
     assert listing["count"] == 2 and listing["artifacts_url"] == info.artifacts_url
     by_name = {a["name"]: a for a in listing["artifacts"]}
     assert by_name["out.txt"] == {"name": "out.txt", "size_bytes": 10,
-                                  "download_url": f"/sessions/{sid}/artifacts/out.txt"}
+                                  "download_url": f"{info.artifacts_url}/out.txt"}
     assert by_name["plots/p.bin"]["size_bytes"] == 8
     r = arp.get(by_name["out.txt"]["download_url"])
     assert r.content == b"result: 42"
@@ -363,7 +366,7 @@ def test_the_code_cannot_turn_the_artifact_dir_into_a_way_out(arp):
             "os.symlink('/etc/passwd', 'src/passwd')")
     out = arp.execute(sid, code, ignore_unsafe_functions=["os.symlink", "shutil.rmtree"])
     assert out.success, out.output
-    for call in (lambda: arp.artifacts(sid), lambda: arp.get(f"/sessions/{sid}/artifacts/passwd"),
+    for call in (lambda: arp.artifacts(sid), lambda: arp.get(f"{info.artifacts_url}/passwd"),
                  lambda: arp.download(sid, f"{info.artifact_path}/passwd", "p"),
                  lambda: arp.download(sid, "artifacts/passwd", "p")):
         assert "symlink" in refused(call, 403)

@@ -3,7 +3,7 @@ waits, and nothing is left behind."""
 import concurrent.futures as cf
 import time
 
-from conftest import sandbox_processes, wait_for
+from conftest import own_sandbox_processes, wait_for
 
 
 def test_queue_full_is_429_with_retry_after(make_daemon):
@@ -55,7 +55,7 @@ def test_50_concurrent_runs_are_all_correct_and_leave_nothing(make_daemon):
     assert len({body["id"] for _, _, body in results}) == 50
     assert len(d.lines("run")) == 50
     assert d.leftover_groups() == []
-    assert wait_for(lambda: sandbox_processes() == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     h = d.get("/health").json()
     assert h["runs_in_flight"] == 0 and h["queue_depth"] == 0
     assert 'saferund_runs_total{status="ok"} 50' in d.get("/metrics").text

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 
-from conftest import HOST_POLICY, SAFERUND, sandbox_processes, wait_for
+from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, wait_for
 
 
 def ids(groups):
@@ -58,7 +58,7 @@ def test_sigkill_mid_run_then_restart_removes_the_leftovers(make_daemon):
                        "removed 1 session workspace left behind"], d.text()
     assert d.mounted_workspaces() == []
     assert d.leftover_groups() == []
-    assert wait_for(lambda: sandbox_processes() == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
     assert d.run("print('fresh')")["status"] == "ok"
 
 
@@ -89,7 +89,7 @@ def test_sigterm_past_the_grace_period_kills_the_runs(make_daemon):
         assert time.monotonic() - t < 10
     assert r.status_code == 200 and r.json()["status"] == "killed"
     assert d.leftover_groups() == []
-    assert wait_for(lambda: sandbox_processes() == [], timeout=5)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
 
 
 def test_draining_daemon_refuses_new_runs_with_503(make_daemon):

@@ -4,6 +4,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import SAFERUN, leftover_groups, own_cgroup_dirs, run, sandbox_processes
 
 
@@ -66,17 +68,21 @@ def test_swap_cannot_extend_memory():
 
 def test_cpu_share_is_enforced():
     """A busy loop under --cpus 0.25 gets a quarter of a core (CPU time over
-    wall time). A quarter, not a half: on a loaded 2-core machine an
-    unthrottled loop still gets far more than 0.35, so this fails without
-    the quota."""
+    wall time). A quarter, not a half: an unthrottled loop must get far more
+    than 0.35 here for the quota to be what holds it back, and the control
+    run, first, shows it does; when the machine is so busy that it does not
+    (other jobs), a quota of 0.25 cannot bind and the test says so."""
     code = "import time\nend = time.time() + 2\nwhile time.time() < end:\n    pass\n"
+    full = run(code)
+    assert full["status"] == "ok", full
+    if full["cpu_ms"] / full["duration_ms"] <= 0.5:
+        pytest.skip("an unthrottled loop got %.2f of a core: too busy a machine for a "
+                    "quota of 0.25 to bind" % (full["cpu_ms"] / full["duration_ms"]))
     res = run(code, "--cpus", "0.25")
     assert res["status"] == "ok", res
     assert res["limits"]["cpus"] == 0.25
     share = res["cpu_ms"] / res["duration_ms"]
     assert 0.15 <= share <= 0.35, res
-    full = run(code)
-    assert full["cpu_ms"] / full["duration_ms"] > 0.5, full
 
 
 def test_timeout_kills_grandchildren():

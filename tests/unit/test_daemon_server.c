@@ -353,7 +353,8 @@ static int start(srd_ctx *ctx, srd_config *cfg, srd_listener *l, srd_server **sr
 	*cfg = (srd_config){ .max_body_bytes = 1 << 20, .max_connections = 16 };
 	*ctx = (srd_ctx){ .cfg = cfg };
 	char dir[] = "/tmp/srd-unit-XXXXXX", msg[256];
-	if (!mkdtemp(dir) || srd_metrics_init(&ctx->metrics) || srd_gate_init(&ctx->gate, 1, 1))
+	if (!mkdtemp(dir) || srd_metrics_init(&ctx->metrics) || srd_gate_init(&ctx->gate, 1, 1) ||
+	    srd_tenants_load(cfg, &ctx->tenants, msg, sizeof msg))
 		return -1;
 	snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -396,5 +397,6 @@ int main(void)
 	rmdir(sock_path);
 	srd_metrics_destroy(&ctx.metrics);
 	srd_gate_destroy(&ctx.gate);
+	srd_tenants_free(&ctx.tenants);
 	return check_report();
 }

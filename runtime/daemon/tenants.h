@@ -1,0 +1,66 @@
+/* Tenants: who a client is, and what it may do. The operator's tenants
+ * file maps unix-socket peers (SO_PEERCRED uid or gid) and TCP bearer
+ * tokens to named tenants, each with the policies it may use, its quotas
+ * and its checker ceiling (docs/tenants.md). Without a file there is one
+ * tenant, "default", that every peer is, with the daemon's settings as its
+ * quotas and no ceiling: saferund behaves as it did before tenants. */
+#ifndef SRD_TENANTS_H
+#define SRD_TENANTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "http.h"
+#include "json.h"
+#include "saferun.h"
+#include "sha256.h"
+
+#define SRD_TENANTS_MAX 256
+
+typedef struct srd_tenant {
+	char name[64];
+	unsigned index; /* its place in the file: the run gate's class */
+	unsigned char (*tokens)[SRD_SHA256_LEN]; /* digests */
+	size_t n_tokens;
+	uid_t *uids;
+	size_t n_uids;
+	gid_t *gids;
+	size_t n_gids;
+	char **policies; /* NULL: any policy */
+	size_t n_policies;
+	char **ceiling; /* what a request's allow may hold; NULL: anything */
+	size_t n_ceiling;
+	uint64_t max_runs, queue_depth, max_sessions, session_max_age_ms, max_file_bytes;
+} srd_tenant;
+
+typedef struct srd_tenants {
+	srd_tenant *t;
+	size_t n;
+	bool from_file;
+} srd_tenants;
+
+/* cfg->tenants_file's tenants (or the one default tenant when there is
+ * none), quotas defaulting to cfg's settings. -1 with msg naming the
+ * JSON path and the value that is wrong. */
+int srd_tenants_load(const srd_config *cfg, srd_tenants *out, char *msg, size_t size);
+void srd_tenants_free(srd_tenants *ts);
+/* Does any tenant have a token (TCP listeners need one)? */
+bool srd_tenants_have_tokens(const srd_tenants *ts);
+/* The tenant of a request: by token (need_token: the global token
+ * without a tenants file, the tenants' with one), by SO_PEERCRED on the
+ * unix socket, else the default tenant. NULL with *status (401, 403) and
+ * *why (static text) when it is no one's. */
+const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global_token,
+				       const srd_peer *peer, bool need_token,
+				       const char *authorization, unsigned *status, const char **why);
+/* 403 naming the policy when the tenant may not use it. */
+int srd_tenant_check_policy(const srd_tenant *t, const char *policy, srd_ferr *e);
+/* 400 naming field[i] when allow[i] is beyond the tenant's ceiling and
+ * not already in the policy's own checker.allow. */
+int srd_tenant_check_allow(const srd_tenant *t, const sr_policy *p, const char *field,
+			   const char *const *allow, size_t n, srd_ferr *e);
+
+#endif
