@@ -22,8 +22,6 @@
 #include "check.h"
 #include "saferun.h"
 
-#define MIB (1024u * 1024u)
-
 /* CHECK, and give up on the test when it failed (cond is evaluated once). */
 #define REQUIRE(cond)                                                                          \
 	do {                                                                                   \
