@@ -24,7 +24,7 @@
 # request and returns only there, in a fresh interpreter (a copy of this
 # one) whose fd 3 is that run's control socket: the run's code, files,
 # environment and guard arrive, are written to the working dir, and the run
-# goes on exactly like a one-shot run. Protocol: runtime/lib/zygote_proto.h.
+# goes on exactly like a one-shot run. Protocol: runtime/lib/child/zygote_proto.h.
 #
 # Artifacts: the code's files in artifacts/ (made before it runs) come
 # back with the result. Matplotlib draws to files (MPLBACKEND=Agg),

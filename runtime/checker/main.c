@@ -16,10 +16,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "checker_arena.h"
-#include "checker_rules.h"
-#include "checker_scan.h"
-#include "checker_wire.h"
+#include "checker/checker_arena.h"
+#include "checker/checker_rules.h"
+#include "checker/checker_scan.h"
+#include "checker/checker_wire.h"
 #include "confine_self.h"
 #include "saferun.h"
 

@@ -17,6 +17,14 @@ extern "C" {
 
 #define SR_VERSION "0.1.0"
 
+/* The library's exports: what this header declares, nothing else (the
+ * library is built with -fvisibility=hidden). */
+#if defined(__GNUC__)
+#define SR_PUBLIC __attribute__((visibility("default")))
+#else
+#define SR_PUBLIC
+#endif
+
 /* ---- errors ---------------------------------------------------------- */
 
 #define SR_ERROR_MSG_MAX 512
@@ -187,26 +195,26 @@ typedef struct sr_warm_policy sr_warm_policy;
 typedef struct sr_checker_policy sr_checker_policy;
 
 /* The built-in default policy (policies/default.json, compiled in). */
-int sr_policy_default(sr_policy **out, sr_error *err);
+SR_PUBLIC int sr_policy_default(sr_policy **out, sr_error *err);
 /* Parse a policy document over the defaults; keys it omits keep their
  * default. origin names the document in error messages. */
-int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_policy **out,
-			sr_error *err);
-int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err);
+SR_PUBLIC int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_policy **out,
+				  sr_error *err);
+SR_PUBLIC int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err);
 /* Replace the limits with a named preset: tiny, small, medium, large. */
-int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err);
+SR_PUBLIC int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err);
 /* Set one environment variable ("KEY=VALUE"), replacing an existing KEY. */
-int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err);
+SR_PUBLIC int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err);
 /* Parse "512M", "1G", "1.5GiB", "65536" into bytes. */
-int sr_parse_size(const char *s, uint64_t *out);
+SR_PUBLIC int sr_parse_size(const char *s, uint64_t *out);
 /* Parse "20", "20s", "500ms", "2m" into milliseconds. */
-int sr_parse_duration(const char *s, uint64_t *out_ms);
+SR_PUBLIC int sr_parse_duration(const char *s, uint64_t *out_ms);
 /* JSON text of the policy (caller frees). */
-char *sr_policy_to_json(const sr_policy *p);
+SR_PUBLIC char *sr_policy_to_json(const sr_policy *p);
 /* A copy that owns its own strings and arrays (NULL: out of memory):
  * cheaper than loading the document again. */
-sr_policy *sr_policy_dup(const sr_policy *p);
-void sr_policy_free(sr_policy *p);
+SR_PUBLIC sr_policy *sr_policy_dup(const sr_policy *p);
+SR_PUBLIC void sr_policy_free(sr_policy *p);
 
 /* ---- a run ----------------------------------------------------------- */
 
@@ -331,9 +339,9 @@ typedef struct sr_result {
  * returns < 0 when the request was refused before anything ran (bad
  * input, missing rootfs, no privileges) with err saying what to do.
  * An internal failure after set-up started is SR_STATUS_INTERNAL_ERROR. */
-int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
-void sr_result_free(sr_result *res);
-const char *sr_status_name(sr_status s);
+SR_PUBLIC int sr_run(const sr_run_request *req, sr_result *res, sr_error *err);
+SR_PUBLIC void sr_result_free(sr_result *res);
+SR_PUBLIC const char *sr_status_name(sr_status s);
 
 /* ---- dependencies (docs/dependencies.md) -------------------------------- */
 
@@ -348,10 +356,11 @@ typedef struct sr_deps_layer sr_deps_layer;
  * returns 0; < 0 for a request refused outright (a malformed
  * requirement). res->deps says what was installed, met, ignored, cached;
  * res->id names pip's sandbox. */
-int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out, sr_error *err);
-const char *sr_deps_layer_path(const sr_deps_layer *l);
+SR_PUBLIC int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out,
+			      sr_error *err);
+SR_PUBLIC const char *sr_deps_layer_path(const sr_deps_layer *l);
 /* Unlock a cache entry, or remove a private layer; NULL is fine. */
-void sr_deps_layer_release(sr_deps_layer *l);
+SR_PUBLIC void sr_deps_layer_release(sr_deps_layer *l);
 
 /* ---- the warm path (docs/warm.md) -------------------------------------- */
 
@@ -371,22 +380,23 @@ typedef struct sr_warm_stats {
 /* Start the warm path for p (copied): the zygote starts, and the pool
  * fills, in a thread of the pool's own, which must be the zygote's parent
  * (it dies with it). Returns at once. */
-int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err);
+SR_PUBLIC int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out,
+			    sr_error *err);
 /* Wait until the zygote is up and the pool is full (tests, benchmarks).
  * -1 with err when it failed to start or timeout_ms passed. */
-int sr_warm_wait_ready(sr_warm *w, uint64_t timeout_ms, sr_error *err);
+SR_PUBLIC int sr_warm_wait_ready(sr_warm *w, uint64_t timeout_ms, sr_error *err);
 /* Like sr_run. On the warm path when the request fits the pool's policy
  * (same profile, filesystem, seccomp and network; limits, environment,
  * files, stdin and the checker's allow list may differ), else, or when the
  * warm path is broken, cold if the policy's warm.fallback is "cold" and
  * refused (EAGAIN) if it is "error". res->warm says which path ran. */
-int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err);
-void sr_warm_get_stats(sr_warm *w, sr_warm_stats *st);
+SR_PUBLIC int sr_warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err);
+SR_PUBLIC void sr_warm_get_stats(sr_warm *w, sr_warm_stats *st);
 /* Wait for the runs in flight, end the ready sandboxes and the zygote,
  * remove their groups, free w. */
-void sr_warm_stop(sr_warm *w);
+SR_PUBLIC void sr_warm_stop(sr_warm *w);
 /* JSON text of a result (caller frees). */
-char *sr_result_to_json(const sr_result *res);
+SR_PUBLIC char *sr_result_to_json(const sr_result *res);
 
 /* ---- workspaces: a session's persistent working dir -------------------- */
 
@@ -411,19 +421,19 @@ typedef struct sr_workspace sr_workspace;
 
 /* Create and mount BASE/ID (base_dir NULL: SR_WORKSPACE_BASE_DIR, created
  * 0711 if missing) holding at most size_bytes. id: [A-Za-z0-9_-]{1,64}. */
-int sr_workspace_create(const char *base_dir, const char *id, uint64_t size_bytes,
-			sr_workspace **out, sr_error *err);
+SR_PUBLIC int sr_workspace_create(const char *base_dir, const char *id, uint64_t size_bytes,
+				  sr_workspace **out, sr_error *err);
 /* The host path of its root (bind this as the sandbox's working dir). */
-const char *sr_workspace_path(const sr_workspace *ws);
+SR_PUBLIC const char *sr_workspace_path(const sr_workspace *ws);
 /* Create or replace a file (parent dirs created), owned by the sandbox
  * user; atomic: a reader sees the old or the new content. */
-int sr_workspace_write(sr_workspace *ws, const char *path, const void *data, size_t size,
-		       sr_error *err);
+SR_PUBLIC int sr_workspace_write(sr_workspace *ws, const char *path, const void *data, size_t size,
+				 sr_error *err);
 /* Read a regular file of at most max bytes (caller frees *data). */
-int sr_workspace_read(const sr_workspace *ws, const char *path, size_t max, void **data,
-		      size_t *size, sr_error *err);
+SR_PUBLIC int sr_workspace_read(const sr_workspace *ws, const char *path, size_t max, void **data,
+				size_t *size, sr_error *err);
 /* Remove a file, or a dir with everything in it. */
-int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err);
+SR_PUBLIC int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err);
 
 typedef struct sr_workspace_entry {
 	char *path; /* relative to the workspace root */
@@ -441,8 +451,8 @@ typedef struct sr_workspace_entry {
  * symlinks are listed, never followed. At most max_entries and
  * SR_WORKSPACE_LIST_MAX_BYTES (E2BIG past either); deeper than 128 levels:
  * ELOOP. */
-int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
-		      sr_workspace_entry **out, size_t *n, sr_error *err);
+SR_PUBLIC int sr_workspace_list(const sr_workspace *ws, const char *dir, size_t max_entries,
+				sr_workspace_entry **out, size_t *n, sr_error *err);
 
 /* Why a partial listing stopped short. */
 typedef enum sr_list_cut {
@@ -456,17 +466,18 @@ typedef enum sr_list_cut {
  * max_entries, max_bytes (as SR_WORKSPACE_LIST_MAX_BYTES counts them) or
  * the depth; *cut says which. A dir whose names would pass a cap is listed
  * without what is in it. */
-int sr_workspace_list_partial(const sr_workspace *ws, const char *dir, size_t max_entries,
-			      size_t max_bytes, sr_workspace_entry **out, size_t *n,
-			      sr_list_cut *cut, sr_error *err);
-void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
+SR_PUBLIC int sr_workspace_list_partial(const sr_workspace *ws, const char *dir,
+					size_t max_entries, size_t max_bytes,
+					sr_workspace_entry **out, size_t *n, sr_list_cut *cut,
+					sr_error *err);
+SR_PUBLIC void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
 /* Bytes used and the cap. */
-int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error *err);
+SR_PUBLIC int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error *err);
 /* Unmount and remove it, with everything in it. */
-void sr_workspace_destroy(sr_workspace *ws);
+SR_PUBLIC void sr_workspace_destroy(sr_workspace *ws);
 /* Unmount and remove every workspace a crashed process left in base_dir.
  * Returns how many, or < 0. Only for the one owner of base_dir. */
-int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err);
+SR_PUBLIC int sr_workspace_cleanup_stale(const char *base_dir, sr_error *err);
 
 /* ---- kernels: a long-lived interpreter for stateful sessions ------------ */
 
@@ -488,18 +499,18 @@ typedef struct sr_kernel_options {
 	const char *deps_layer;        /* sr_deps_layer_path of the session's layer, or NULL */
 } sr_kernel_options;
 
-int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);
+SR_PUBLIC int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);
 /* Run req->code (and req->stdin_data, req->allow, req->no_check) in the
  * kernel; req->policy may lower the wall-clock limit and output cap for
  * this run (NULL: the kernel's). files are not supported here (write them
  * into the workspace). Returns like sr_run. */
-int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err);
-bool sr_kernel_alive(const sr_kernel *k);
+SR_PUBLIC int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err);
+SR_PUBLIC bool sr_kernel_alive(const sr_kernel *k);
 /* End it now, from any thread (a run in progress ends as "killed"); the
  * owner still calls sr_kernel_stop. */
-void sr_kernel_kill(sr_kernel *k);
+SR_PUBLIC void sr_kernel_kill(sr_kernel *k);
 /* Kill it and release everything it holds (the workspace stays). */
-void sr_kernel_stop(sr_kernel *k);
+SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
 
 /* ---- the pre-execution checker ---------------------------------------- */
 
@@ -534,49 +545,49 @@ typedef struct sr_check_result {
  * findings: clean), < 0 when it could not be: bad input (err->errnum
  * EINVAL, EILSEQ, EFBIG), or the confined checker crashed, ran out of
  * time or memory (other errnos). */
-int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err);
-void sr_check_result_free(sr_check_result *res);
+SR_PUBLIC int sr_check(const sr_check_request *req, sr_check_result *res, sr_error *err);
+SR_PUBLIC void sr_check_result_free(sr_check_result *res);
 /* {"verdict": "clean"|"rejected", "findings": [...], ...} (caller frees) */
-char *sr_check_result_to_json(const sr_check_result *res);
+SR_PUBLIC char *sr_check_result_to_json(const sr_check_result *res);
 
 typedef struct sr_check_rule {
 	const char *id, *name, *summary;
 } sr_check_rule;
 /* The rule catalogue. */
-const sr_check_rule *sr_check_rules(size_t *n);
+SR_PUBLIC const sr_check_rule *sr_check_rules(size_t *n);
 
 /* ---- the host ---------------------------------------------------------- */
 
 /* What saferun detected on this host, as JSON (caller frees). */
-char *sr_info_json(const char *rootfs_dir);
+SR_PUBLIC char *sr_info_json(const char *rootfs_dir);
 /* Remove what a previous saferun in this cgroup left behind after a crash:
  * kill every process in each group below saferun's parent group(s)
  * (<own cgroup>/saferun/<id> in each hierarchy) and remove the groups.
  * Only for a process that is the one saferun in its cgroup (saferund):
  * it would end the runs of any other. Returns the number of groups
  * removed, or < 0 (err says which group could not be removed). */
-int sr_cleanup_stale(sr_error *err);
+SR_PUBLIC int sr_cleanup_stale(sr_error *err);
 /* What egress runs changed on the host, undone when no sandbox veth is
  * left (docs/network.md): the host table (inet saferun) and the uplinks'
  * forwarding recorded in /run/saferun/egress.forwarding. Returns the
  * SR_NET_CLEANED_* flags of what it undid (0: nothing), or < 0. */
 #define SR_NET_CLEANED_TABLE      1
 #define SR_NET_CLEANED_FORWARDING 2
-int sr_net_cleanup_stale(sr_error *err);
+SR_PUBLIC int sr_net_cleanup_stale(sr_error *err);
 
 /* ---- text ------------------------------------------------------------- */
 
 /* Are the len bytes at s valid UTF-8 (no overlong forms, no surrogates,
  * nothing past U+10FFFF)? Code must be; front-ends check their input. */
-bool sr_utf8_valid(const char *s, size_t len);
+SR_PUBLIC bool sr_utf8_valid(const char *s, size_t len);
 /* Base64 (RFC 4648, standard alphabet, padded) of len bytes: malloc'd
  * text, NULL when out of memory. */
-char *sr_base64_encode(const void *data, size_t len);
+SR_PUBLIC char *sr_base64_encode(const void *data, size_t len);
 /* Decode strictly: the alphabet, '=' only as the padding, a length that is
  * a multiple of 4, no whitespace. *out is malloc'd (NUL-terminated too).
  * -1: not base64 (*why says how) or out of memory. */
-int sr_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len,
-		     const char **why);
+SR_PUBLIC int sr_base64_decode(const char *text, size_t len, unsigned char **out, size_t *out_len,
+			       const char **why);
 
 #ifdef __cplusplus
 }

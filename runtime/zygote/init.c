@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "supervise.h"
+#include "child/child.h"
 
 int main(int argc, char **argv)
 {

@@ -9,7 +9,7 @@
  * copy of the zygote's interpreter, with the imports done), which returns
  * from serve() into the interpreter to wait for the run's code, and pid 1
  * execs a small static init (init.c) from a sealed memfd. The zygote itself never
- * runs code that was sent to it. Protocol: runtime/lib/zygote_proto.h. */
+ * runs code that was sent to it. Protocol: runtime/lib/child/zygote_proto.h. */
 #define PY_SSIZE_T_CLEAN
 #define Py_LIMITED_API 0x03080000
 #include <Python.h>
@@ -29,9 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "contain.h"
-#include "mounts.h"
-#include "zygote_proto.h"
+#include "child/child.h"
 
 #define MAX_WRITABLE 32
 #define MAX_FDS      (SR_ZSPAWN_FDS + 8)

@@ -4,7 +4,7 @@ that say "path": "warm" and keep every limit, check and isolation of a cold
 run, the fallback while the zygote is down, SIGHUP rebuilding the pools,
 and nothing left of them after the daemon stops.
 
-Layout on the host (runtime/lib/warm.c, runtime/zygote/zygote.c): each
+Layout on the host (runtime/lib/run/warm.c, runtime/zygote/zygote.c): each
 sandbox is a sr-* group under the daemon's saferun/ groups holding a
 saferun-init and a python3. The zygote's init is the daemon's child; a
 forked sandbox's init is the zygote python's child."""

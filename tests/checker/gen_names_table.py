@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate runtime/lib/checker_names_table.h: the Unicode names (and the
+"""Generate runtime/lib/checker/checker_names_table.h: the Unicode names (and the
 formal aliases of NameAliases.txt) that `\\N{...}` escapes may use for ASCII
 characters, e.g. SOLIDUS -> "/", LATIN SMALL LETTER E -> "e", LF -> "\\n".
 The tokenizer decodes these; a name of any other character is left as it is
@@ -7,7 +7,7 @@ and the string is marked opaque (only the text before it is known). Paths,
 module and attribute names, the things the rules compare, are ASCII, so this
 is the part of the name table the checker needs.
 
-Usage: tests/checker/gen_names_table.py > runtime/lib/checker_names_table.h
+Usage: tests/checker/gen_names_table.py > runtime/lib/checker/checker_names_table.h
 """
 import sys
 import unicodedata

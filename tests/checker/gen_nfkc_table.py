@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generate runtime/lib/checker_nfkc_table.h: every code point that may
+"""Generate runtime/lib/checker/checker_nfkc_table.h: every code point that may
 appear in a Python identifier and whose NFKC form is ASCII (e.g. U+FF45
 FULLWIDTH LATIN SMALL LETTER E -> "e", U+1D41E MATHEMATICAL BOLD SMALL E ->
 "e", U+2168 ROMAN NUMERAL NINE -> "IX"). Identifiers are compared with the
@@ -7,7 +7,7 @@ dangerous (ASCII) names only, so this is all of NFKC the checker needs:
 composition never yields ASCII, so any other non-ASCII code point keeps an
 identifier distinct from every ASCII name.
 
-Usage: tests/checker/gen_nfkc_table.py > runtime/lib/checker_nfkc_table.h
+Usage: tests/checker/gen_nfkc_table.py > runtime/lib/checker/checker_nfkc_table.h
 """
 import sys
 import unicodedata

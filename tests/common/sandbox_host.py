@@ -1,7 +1,7 @@
 """What a sandbox looks like from the host, shared by the test tiers."""
 import os
 
-# Sandbox ids 0..65535 map to host ids from here (runtime/lib/sandbox.c).
+# Sandbox ids 0..65535 map to host ids from here (runtime/lib/box/sandbox.c).
 HOST_ID_BASE = 1879048192
 
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "checker_scan.h"
+#include "checker/checker_scan.h"
 
 static void expect(int ok)
 {

@@ -49,7 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "box/box.h"
 #include "saferun.h"
 
 #define MAX_MEMBERS 16

@@ -1,4 +1,4 @@
-"""The compiled runner (runtime/lib/runner_cache.c, docs/performance.md):
+"""The compiled runner (runtime/lib/box/runner_cache.c, docs/performance.md):
 a cold run's python loads the runner compiled once by the rootfs's own
 python, from fd 4, instead of compiling its source on every start. Each
 test has a cache dir of its own (SAFERUN_CACHE_DIR)."""

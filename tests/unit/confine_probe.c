@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "checker_arena.h"
+#include "checker/checker_arena.h"
 #include "confine_self.h"
 
 #define ARENA (4u << 20)

@@ -15,12 +15,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "check.h"
-#include "checker.h"
-#include "checker_confine.h"
-#include "checker_tok.h"
-#include "error.h"
-#include "policy.h"
+#include "checker/checker.h"
+#include "checker/checker_confine.h"
+#include "checker/checker_tok.h"
+#include "policy/policy.h"
 #include "saferun.h"
 
 /* ---- tokenizer ------------------------------------------------------------- */

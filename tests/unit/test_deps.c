@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "deps.h"
+#include "run/run.h"
 #include "saferun.h"
 
 static void accepts(const char *req, const char *norm)

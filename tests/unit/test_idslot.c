@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "box/box.h"
 #include "check.h"
-#include "ids.h"
-#include "idslot.h"
 #include "saferun.h"
 
 static unsigned slot_of(const sr_idslot *s)

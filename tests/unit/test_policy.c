@@ -6,13 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "check.h"
 #include "saferun.h"
-
-#define KIB 1024ULL
-#define MIB (1024 * KIB)
-#define GIB (1024 * MIB)
-#define TIB (1024 * GIB)
 
 static sr_policy *load(const char *json)
 {

@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "contain.h"
+#include "child/child.h"
+#include "policy/policy.h"
 #include "saferun.h"
-#include "seccomp_bpf.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40

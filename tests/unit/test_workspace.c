@@ -17,13 +17,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "box/box.h"
 #include "check.h"
-#include "ids.h"
-#include "idslot.h"
 #include "saferun.h"
-#include "workspace.h"
-
-#define MIB (1024u * 1024u)
 
 /* CHECK, and give up on the test when it failed (cond is evaluated once). */
 #define REQUIRE(cond)                                                                          \

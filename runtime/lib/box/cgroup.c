@@ -14,8 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 /* The controllers saferun uses, by role. On v2 they all share one dir. */
 enum role { R_MEMORY, R_CPU, R_CPUACCT, R_PIDS, R_FREEZER, R_COUNT };

@@ -22,9 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/base.h"
 #include "net.h"
-#include "util.h"
 
 /* Sandbox addresses: sandbox i owns 10.213.0.0 + 4i as a /30, .1 on the
  * host end "sr-<i>", .2 on its "eth0". The name is the allocation: the

@@ -12,9 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "ids.h"
-#include "util.h"
+#include "base/base.h"
 
 /* Some host process still has an id of [base, base + SR_HOST_ID_COUNT):
  * a process of the slot's last sandbox not yet gone. /proc/PID is owned by

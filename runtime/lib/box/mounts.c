@@ -13,9 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/base.h"
 
-#include "mounts_ops.h"
+#include "child/child.h"
 
 /* ---- planning (supervisor side) ---------------------------------------- */
 

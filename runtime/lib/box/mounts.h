@@ -11,14 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "child/child.h"
 #include "saferun.h"
-
-typedef struct sr_mount_op sr_mount_op;
-
-typedef struct sr_mount_plan {
-	sr_mount_op *ops;
-	size_t n, cap;
-} sr_mount_plan;
 
 /* A host path bound into the sandbox over an existing dst (a dir or file
  * of the rootfs or of the working dir); read-only unless rw. */
@@ -52,15 +46,6 @@ typedef struct sr_fs_spec {
 	size_t n_binds;
 } sr_fs_spec;
 
-/* The inode cap (tmpfs nr_inodes) of a writable tmpfs of size bytes: one
- * per 4 KiB, at least 1024. Without it empty files cost no pages, only
- * inodes and dentries the memory limit may not see (cgroup v1 without
- * kmem accounting), and a run could make millions. */
-static inline uint64_t sr_tmpfs_inodes(uint64_t size)
-{
-	return size / 4096 > 1024 ? size / 4096 : 1024;
-}
-
 /* Where the profile lives: NULL rootfs for "host"; otherwise DIR/PROFILE,
  * checked to hold a python3. Caller frees *rootfs. */
 int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err);
@@ -71,21 +56,4 @@ int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err);
 int sr_mounts_plan(const sr_fs_spec *spec, sr_mount_plan *plan, sr_error *err);
 void sr_mounts_plan_free(sr_mount_plan *plan);
 
-/* In the child, in its new mount namespace, as root of its user namespace:
- * make mounts private, build the new root, pivot into it, chdir to workdir.
- * 0 or -errno; on failure *what says which step and path failed. */
-int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size);
-
-/* The warm path (warm.c, zygote.c): a fork of the zygote, in its own new
- * mount namespace (a copy of the zygote's finished root), replaces the
- * zygote's writable dirs, /dev/shm and /proc with its own. */
-typedef struct sr_renew_spec {
-	const char *workdir;
-	const char *const *writable;
-	size_t n_writable;
-	uint64_t tmpfs_bytes;
-	uid_t uid;
-	gid_t gid;
-} sr_renew_spec;
-int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size);
 #endif

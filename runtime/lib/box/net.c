@@ -7,7 +7,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/base.h"
 
 int sr_net_enter(int nsfd, sr_error *err)
 {

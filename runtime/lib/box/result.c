@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "artifacts.h"
-#include "checker.h"
+#include "base/base.h"
 #include "box.h"
+#include "checker/checker.h"
 #include "saferun.h"
-#include "util.h"
 
 static const char *const status_names[] = {
 	[SR_STATUS_OK] = "ok",

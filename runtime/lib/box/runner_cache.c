@@ -12,8 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "seccomp_cache.h"
-#include "util.h"
+#include "base/base.h"
+#include "policy/policy.h"
 
 extern const unsigned char sr_embedded_runner[];
 extern const size_t sr_embedded_runner_len;

@@ -14,8 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The fd the sandbox's python reads the compiled runner from. */
-#define SR_RUNNER_FD 4
+#include "child/child.h"
 
 /* An fd (close-on-exec) positioned at the code of rootfs's entry, or -1;
  * *miss says a compile would make one (no entry, or another key's). */

@@ -31,25 +31,22 @@
 #include <unistd.h>
 
 #include "artifacts.h"
+#include "base/base.h"
 #include "cgroup.h"
-#include "checker.h"
-#include "contain.h"
+#include "checker/checker.h"
+#include "child/child.h"
 #include "egress.h"
-#include "error.h"
 #include "mounts.h"
 #include "net.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "runner_cache.h"
 #include "sandbox.h"
-#include "seccomp_cache.h"
 #include "supervise.h"
-#include "util.h"
 #include "workspace.h"
 
 extern const unsigned char sr_embedded_runner[];
 extern const size_t sr_embedded_runner_len;
 
-#include "ids.h" /* the sandbox user and its host id range */
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
 #define SR_EXIT_BLOCKED   121
 #define SR_BLOCKED_PREFIX "saferun: blocked "

@@ -8,11 +8,11 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
-#include "checker.h"
+#include "checker/checker.h"
 #include "idslot.h"
 #include "mounts.h"
+#include "policy/policy.h"
 #include "saferun.h"
-#include "seccomp_bpf.h"
 #include "supervise.h"
 
 typedef struct sr_box {

@@ -12,8 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 /* After init exits every process of its pid namespace is gone, so the
  * pipes close at once; this only bounds a kernel that is slow to do it. */

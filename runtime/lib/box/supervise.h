@@ -6,16 +6,8 @@
 #include <stdint.h>
 
 #include "cgroup.h"
+#include "child/child.h"
 #include "saferun.h"
-
-/* What the sandbox's init sends up its report pipe. */
-enum sr_report_kind { SR_REPORT_FAILED = 1, SR_REPORT_EXIT = 2 };
-typedef struct sr_report {
-	int32_t kind;
-	int32_t errnum;  /* SR_REPORT_FAILED: errno of the failed step */
-	int32_t wstatus; /* SR_REPORT_EXIT: wait status of python */
-	char what[244];  /* SR_REPORT_FAILED: the step */
-} sr_report;
 
 typedef struct sr_watch {
 	int pidfd; /* the sandbox's init */

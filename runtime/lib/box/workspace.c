@@ -26,10 +26,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "ids.h"
+#include "base/base.h"
 #include "idslot.h"
-#include "util.h"
 
 #define WS_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define WS_ID_MAX   64

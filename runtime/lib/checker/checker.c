@@ -14,14 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "checker.h"
 #include "checker_confine.h"
 #include "checker_rules.h"
 #include "checker_scan.h"
 #include "checker_wire.h"
-#include "error.h"
 #include "saferun.h"
-#include "util.h"
 
 
 const sr_check_rule *sr_check_rules(size_t *n)

@@ -13,8 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 /* fd moved above 1 (the child's fd 0 and 1 are set by dup2 in order, so
  * neither source may sit on a target); *tmp is the copy to close, if any. */

@@ -13,10 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "caps.h"
-#include "runner_cache.h"
-#include "supervise.h"
-#include "util.h"
 
 void sr_child_fail(const sr_child *c, int errnum, const char *fmt, ...)
 {

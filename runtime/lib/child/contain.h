@@ -9,8 +9,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mounts.h"
-#include "seccomp_bpf.h"
+#include <linux/filter.h>
+
+#include "mounts_ops.h"
+
+typedef struct sr_bpf {
+	struct sock_filter *insns;
+	unsigned short len;
+} sr_bpf;
+
+/* What the sandbox's init sends up its report pipe. */
+enum sr_report_kind { SR_REPORT_FAILED = 1, SR_REPORT_EXIT = 2 };
+typedef struct sr_report {
+	int32_t kind;
+	int32_t errnum;  /* SR_REPORT_FAILED: errno of the failed step */
+	int32_t wstatus; /* SR_REPORT_EXIT: wait status of python */
+	char what[244];  /* SR_REPORT_FAILED: the step */
+} sr_report;
+
+/* The fd the sandbox's python reads the compiled runner from. */
+#define SR_RUNNER_FD 4
 
 typedef struct sr_child {
 	uint64_t fsize_limit; /* RLIMIT_FSIZE: the writable tmpfs size */

@@ -1,4 +1,4 @@
-#include "mounts.h"
+#include "mounts_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,6 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include "mounts_ops.h"
 
 const char *const sr_proc_masked[] = {
 	"kcore",         "keys",        "timer_list",  "sched_debug", "sysrq-trigger", "kallsyms",

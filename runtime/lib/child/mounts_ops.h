@@ -3,6 +3,7 @@
  * into the warm path's zygote module, so it depends on libc alone). */
 #ifndef SR_MOUNTS_OPS_H
 #define SR_MOUNTS_OPS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,5 +54,39 @@ extern const char *const sr_proc_masked[];
 extern const size_t sr_n_proc_masked;
 extern const char *const sr_proc_readonly[];
 extern const size_t sr_n_proc_readonly;
+
+typedef struct sr_mount_op sr_mount_op;
+
+typedef struct sr_mount_plan {
+	sr_mount_op *ops;
+	size_t n, cap;
+} sr_mount_plan;
+
+/* In the child, in its new mount namespace, as root of its user namespace:
+ * make mounts private, build the new root, pivot into it, chdir to workdir.
+ * 0 or -errno; on failure *what says which step and path failed. */
+int sr_mounts_apply(const sr_mount_plan *plan, const char *workdir, char *what, size_t what_size);
+
+/* The warm path (warm.c, zygote.c): a fork of the zygote, in its own new
+ * mount namespace (a copy of the zygote's finished root), replaces the
+ * zygote's writable dirs, /dev/shm and /proc with its own. */
+typedef struct sr_renew_spec {
+	const char *workdir;
+	const char *const *writable;
+	size_t n_writable;
+	uint64_t tmpfs_bytes;
+	uid_t uid;
+	gid_t gid;
+} sr_renew_spec;
+int sr_mounts_renew(const sr_renew_spec *s, char *what, size_t what_size);
+
+/* The inode cap (tmpfs nr_inodes) of a writable tmpfs of size bytes: one
+ * per 4 KiB, at least 1024. Without it empty files cost no pages, only
+ * inodes and dentries the memory limit may not see (cgroup v1 without
+ * kmem accounting), and a run could make millions. */
+static inline uint64_t sr_tmpfs_inodes(uint64_t size)
+{
+	return size / 4096 > 1024 ? size / 4096 : 1024;
+}
 
 #endif

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker.h"
-#include "checker_rules.h"
-#include "error.h"
+#include "base/base.h"
+#include "checker/checker.h"
 #include "policy.h"
 #include "saferun.h"
 

@@ -13,19 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checker_rules.h"
-#include "error.h"
+#include "base/base.h"
+#include "checker/checker.h"
 #include "policy.h"
 #include "saferun.h"
 #include "seccomp_cache.h"
 
 extern const unsigned char sr_embedded_default_policy[];
 extern const size_t sr_embedded_default_policy_len;
-
-#define KIB 1024ULL
-#define MIB (1024ULL * KIB)
-#define GIB (1024ULL * MIB)
-#define TIB (1024ULL * GIB)
 
 #define POLICY_MAX_BYTES (4u << 20)
 #define PATH_BUF         192 /* a JSON path in an error message */
@@ -115,8 +110,6 @@ static const char *const op_names[] = {
 	[SR_CMP_GT] = "SCMP_CMP_GT",
 	[SR_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
 };
-
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- errors ------------------------------------------------------------ */
 

@@ -1,5 +1,7 @@
-/* The policy layer's internal interface: what the rest of the library
- * uses of the policy beyond saferun.h (the loader itself is public). */
+/* The policy layer's interface: what the rest of the library uses of
+ * the policy beyond saferun.h (the loader itself is public): the
+ * checker's settings from it, the seccomp section compiled to BPF,
+ * requirement strings. */
 #ifndef SR_POLICY_H
 #define SR_POLICY_H
 
@@ -7,8 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checker.h"
+#include "checker/checker.h"
 #include "saferun.h"
+#include "seccomp_bpf.h"
+#include "seccomp_cache.h"
 
 /* sr_check's first step: the settings from req's policy (the default
  * policy when it has none) and allow list, then sr_check_begin. */

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/base.h"
 
 static uint32_t scmp_action(sr_seccomp_action a)
 {

@@ -4,14 +4,8 @@
 #ifndef SR_SECCOMP_BPF_H
 #define SR_SECCOMP_BPF_H
 
-#include <linux/filter.h>
-
+#include "child/child.h"
 #include "saferun.h"
-
-typedef struct sr_bpf {
-	struct sock_filter *insns;
-	unsigned short len;
-} sr_bpf;
 
 /* Compile the rules to a BPF program for the native arch; any other arch
  * (and x32 on x86_64) kills the process. Runs in the parent: allocates and

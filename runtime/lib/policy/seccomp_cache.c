@@ -11,8 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 /* Bump when the compiler's attributes or output change. */
 #define CACHE_FORMAT 1

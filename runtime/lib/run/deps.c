@@ -30,11 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "mounts.h"
-#include "sandbox.h"
-#include "util.h"
-#include "workspace.h"
+#include "base/base.h"
+#include "box/box.h"
 
 #define DEPS_WS_BASE  "/run/saferun/deps"
 #define PIP_WHEEL_PAT "/usr/share/python-wheels/pip-*.whl"

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mounts.h"
-#include "policy.h"
+#include "box/box.h"
+#include "policy/policy.h"
 #include "saferun.h"
 
 /* The bind of layer over /usr/local/lib/python3.X/dist-packages of the

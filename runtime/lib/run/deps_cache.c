@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "util.h"
+#include "base/base.h"
 
 #define TREE_DEPTH  64
 #define KEY_VERSION "saferun-deps 1"

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "box/box.h"
 #include "saferun.h"
-#include "workspace.h"
 
 struct sr_deps_layer {
 	char *path;       /* the layer dir */

@@ -8,9 +8,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "base/base.h"
+#include "box/box.h"
 #include "saferun.h"
-#include "util.h"
 
 static void add_controllers(cJSON *j, sr_cgroup_mode mode)
 {

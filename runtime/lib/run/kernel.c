@@ -16,13 +16,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "artifacts.h"
-#include "checker.h"
+#include "base/base.h"
+#include "box/box.h"
+#include "checker/checker.h"
 #include "deps.h"
-#include "error.h"
-#include "sandbox.h"
-#include "util.h"
-#include "workspace.h"
 
 #define CTL_MSG_MAX  65536
 #define FLAG_NOCHECK 1

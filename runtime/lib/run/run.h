@@ -3,6 +3,8 @@
 #ifndef SR_RUN_H
 #define SR_RUN_H
 
+#include "deps.h"
+#include "deps_cache.h"
 #include "saferun.h"
 
 /* sr_run after the checks and the checker: the request's dependency

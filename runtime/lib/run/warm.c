@@ -21,15 +21,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "error.h"
-#include "ids.h"
-#include "mounts.h"
-#include "net.h"
+#include "base/base.h"
+#include "box/box.h"
+#include "child/child.h"
 #include "run.h"
-#include "sandbox.h"
-#include "util.h"
-#include "zygote_proto.h"
 
 extern const unsigned char sr_embedded_zygote[];
 extern const size_t sr_embedded_zygote_len;
