@@ -111,26 +111,40 @@ static int set_string(srd_config *c, const struct key *k, const cJSON *v, const 
 	return 0;
 }
 
+const char *const srd_number_want[] = {
+	[SRD_NUM_COUNT] = "a whole number",
+	[SRD_NUM_SIZE] = "a size (8M, 1G or bytes)",
+	[SRD_NUM_DURATION] = "a duration (30, 1.5, 500ms, 2m)",
+};
+const char *const srd_number_unit[] = {
+	[SRD_NUM_COUNT] = "", [SRD_NUM_SIZE] = " bytes", [SRD_NUM_DURATION] = " ms"
+};
+
+bool srd_json_number(const cJSON *v, srd_number_kind kind, uint64_t *out)
+{
+	bool ok = false;
+	*out = 0;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e15) {
+		double x = kind == SRD_NUM_DURATION ? v->valuedouble * 1000.0 : v->valuedouble;
+		ok = kind == SRD_NUM_DURATION || x == floor(x);
+		*out = (uint64_t)llround(x);
+	} else if (cJSON_IsString(v) && kind == SRD_NUM_SIZE) {
+		ok = sr_parse_size(v->valuestring, out) == 0;
+	} else if (cJSON_IsString(v) && kind == SRD_NUM_DURATION) {
+		ok = sr_parse_duration(v->valuestring, out) == 0;
+	}
+	return ok;
+}
+
 /* A count, a size ("8M" or bytes) or a duration ("30s", or seconds). */
 static int set_number(srd_config *c, const struct key *k, const cJSON *v, const char *origin,
 		      char *msg, size_t size)
 {
-	uint64_t n = 0;
-	bool ok = false;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e15) {
-		double x = k->kind == K_DURATION ? v->valuedouble * 1000.0 : v->valuedouble;
-		ok = k->kind == K_DURATION || x == floor(x);
-		n = (uint64_t)llround(x);
-	} else if (cJSON_IsString(v) && k->kind == K_SIZE) {
-		ok = sr_parse_size(v->valuestring, &n) == 0;
-	} else if (cJSON_IsString(v) && k->kind == K_DURATION) {
-		ok = sr_parse_duration(v->valuestring, &n) == 0;
-	}
-	static const char *const want[] = {
-		[K_COUNT] = "a whole number",
-		[K_SIZE] = "a size (8M, 1G or bytes)",
-		[K_DURATION] = "a duration (30, 1.5, 500ms, 2m)",
-	};
+	srd_number_kind kind = k->kind == K_SIZE       ? SRD_NUM_SIZE
+			       : k->kind == K_DURATION ? SRD_NUM_DURATION
+						       : SRD_NUM_COUNT;
+	uint64_t n;
+	bool ok = srd_json_number(v, kind, &n);
 	char shown[64] = "this value";
 	if (cJSON_IsString(v))
 		snprintf(shown, sizeof shown, "\"%s\"", v->valuestring);
@@ -138,10 +152,8 @@ static int set_number(srd_config *c, const struct key *k, const cJSON *v, const 
 		snprintf(shown, sizeof shown, "%g", v->valuedouble);
 	if (!ok || n < k->min || n > k->max)
 		return bad(msg, size, origin, "%s is not %s between %llu and %llu%s", shown,
-			   want[k->kind], (unsigned long long)k->min, (unsigned long long)k->max,
-			   k->kind == K_DURATION ? " ms"
-			   : k->kind == K_SIZE   ? " bytes"
-						 : "");
+			   srd_number_want[kind], (unsigned long long)k->min,
+			   (unsigned long long)k->max, srd_number_unit[kind]);
 	*(uint64_t *)((char *)c + k->off) = n;
 	return 0;
 }

@@ -47,4 +47,13 @@ typedef struct srd_config {
 int srd_config_load(srd_config *c, int argc, char **argv, char *msg, size_t size);
 void srd_config_free(srd_config *c);
 
+/* A settings or tenants file's number: a count, a size ("8M" or bytes) or
+ * a duration ("30s", or seconds; *out in ms). False when v is not one. */
+typedef enum srd_number_kind { SRD_NUM_COUNT, SRD_NUM_SIZE, SRD_NUM_DURATION } srd_number_kind;
+struct cJSON;
+bool srd_json_number(const struct cJSON *v, srd_number_kind kind, uint64_t *out);
+/* What each kind takes, for messages, and its unit (" ms", " bytes"). */
+extern const char *const srd_number_want[];
+extern const char *const srd_number_unit[];
+
 #endif

@@ -168,45 +168,31 @@ static int parse_tokens(struct parse *ps, const cJSON *v, const char *path, srd_
 	return 0;
 }
 
-enum qkind { Q_COUNT, Q_SIZE, Q_DURATION };
 
 static const struct quota {
 	const char *name; /* the setting of the same name is the default */
-	enum qkind kind;
+	srd_number_kind kind;
 	size_t off;
 	uint64_t min, max;
 } quotas[] = {
-	{ "max_concurrent_runs", Q_COUNT, offsetof(srd_tenant, max_runs), 1, 4096 },
-	{ "queue_depth", Q_COUNT, offsetof(srd_tenant, queue_depth), 0, 100000 },
-	{ "max_sessions", Q_COUNT, offsetof(srd_tenant, max_sessions), 0, 100000 },
-	{ "session_max_age", Q_DURATION, offsetof(srd_tenant, session_max_age_ms), 1000,
+	{ "max_concurrent_runs", SRD_NUM_COUNT, offsetof(srd_tenant, max_runs), 1, 4096 },
+	{ "queue_depth", SRD_NUM_COUNT, offsetof(srd_tenant, queue_depth), 0, 100000 },
+	{ "max_sessions", SRD_NUM_COUNT, offsetof(srd_tenant, max_sessions), 0, 100000 },
+	{ "session_max_age", SRD_NUM_DURATION, offsetof(srd_tenant, session_max_age_ms), 1000,
 	  30ull * 86400000 },
-	{ "max_file_size", Q_SIZE, offsetof(srd_tenant, max_file_bytes), 1, 1ull << 32 },
+	{ "max_file_size", SRD_NUM_SIZE, offsetof(srd_tenant, max_file_bytes), 1, 1ull << 32 },
 };
 #define N_QUOTAS (sizeof quotas / sizeof *quotas)
 
 static int parse_quota(struct parse *ps, const struct quota *q, const cJSON *v, const char *path,
 		       srd_tenant *t)
 {
-	uint64_t n = 0;
-	bool ok = false;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e15) {
-		double x = q->kind == Q_DURATION ? v->valuedouble * 1000.0 : v->valuedouble;
-		ok = q->kind == Q_DURATION || x == floor(x);
-		n = (uint64_t)llround(x);
-	} else if (cJSON_IsString(v) && q->kind == Q_SIZE) {
-		ok = sr_parse_size(v->valuestring, &n) == 0;
-	} else if (cJSON_IsString(v) && q->kind == Q_DURATION) {
-		ok = sr_parse_duration(v->valuestring, &n) == 0;
-	}
-	static const char *const want[] = { "a whole number", "a size (8M, 1G or bytes)",
-					    "a duration (30, 1.5, 500ms, 2m)" };
+	uint64_t n;
+	bool ok = srd_json_number(v, q->kind, &n);
 	if (!ok || n < q->min || n > q->max)
-		return bad(ps, path, "is not %s between %llu and %llu%s", want[q->kind],
+		return bad(ps, path, "is not %s between %llu and %llu%s", srd_number_want[q->kind],
 			   (unsigned long long)q->min, (unsigned long long)q->max,
-			   q->kind == Q_DURATION ? " ms"
-			   : q->kind == Q_SIZE   ? " bytes"
-						 : "");
+			   srd_number_unit[q->kind]);
 	*(uint64_t *)((char *)t + q->off) = n;
 	return 0;
 }

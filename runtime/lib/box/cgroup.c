@@ -192,14 +192,20 @@ char *sr_cgroup_own_dir(sr_cgroup_mode mode, const char *controller)
 
 /* ---- v2 ----------------------------------------------------------------- */
 
-static int v2_write(sr_cgroup *cg, const char *file, const char *val, sr_error *err)
+static int write_in(const char *dir, const char *file, const char *val, sr_error *err)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", cg->dir[R_MEMORY], file);
+	snprintf(path, sizeof path, "%s/%s", dir, file);
 	int rc = sr_write_file(path, val);
 	if (rc < 0)
 		return sr_fail(err, -rc, "write %s \"%s\"", path, val);
 	return 0;
+}
+
+/* v2: one dir holds every controller's files. */
+static int v2_write(sr_cgroup *cg, const char *file, const char *val, sr_error *err)
+{
+	return write_in(cg->dir[R_MEMORY], file, val, err);
 }
 
 static int v2_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
@@ -279,12 +285,7 @@ static const struct cg_ops v2_ops = { v2_apply_limits, v2_kill_all, v2_read_stat
 
 static int v1_write(sr_cgroup *cg, enum role r, const char *file, const char *val, sr_error *err)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", cg->dir[r], file);
-	int rc = sr_write_file(path, val);
-	if (rc < 0)
-		return sr_fail(err, -rc, "write %s \"%s\"", path, val);
-	return 0;
+	return write_in(cg->dir[r], file, val, err);
 }
 
 static int v1_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
