@@ -608,7 +608,8 @@ def test_warm_path_refuses_egress_runs(tnet, tmp_path):
     # and goes cold (warm.fallback "cold", the daemon's default) or, as
     # `saferun run --warm` asks, is refused
     pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
-    p = saferun("run", "--warm", "--no-check", "--policy", pol, "-c", "print(1)")
+    p = saferun("run", "--warm", "--no-check", "--profile", "host", "--policy", pol, "-c",
+                "print(1)")
     assert p.returncode == 2
     assert p.stderr.decode() == ("saferun: the warm path cannot take this run: "
                                  "an egress network (cold path only)\n")

@@ -804,22 +804,25 @@ static int run_box(sr_box *b, sr_error *err)
 	return 0;
 }
 
-int sr_box_run_vetted(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+int sr_box_run_vetted(const sr_run_request *req, const sr_workspace *ws, const sr_bind *binds,
 		      size_t n_binds, sr_check_job *vet, sr_result *res, sr_error *err)
 {
 	sr_box b;
 	sr_box_init(&b, req, res);
-	b.workdir_host = workdir_host;
+	/* The workspace's files belong to its host ids: the sandbox takes
+	 * them rather than a slot of its own. */
+	b.workdir_host = ws ? sr_workspace_path(ws) : NULL;
+	b.shared_ids = ws ? sr_workspace_ids(ws) : NULL;
 	b.binds = binds;
 	b.n_binds = n_binds;
 	b.vet = vet;
 	return run_box(&b, err);
 }
 
-int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+int sr_box_run_with(const sr_run_request *req, const sr_workspace *ws, const sr_bind *binds,
 		    size_t n_binds, sr_result *res, sr_error *err)
 {
-	return sr_box_run_vetted(req, workdir_host, binds, n_binds, NULL, res, err);
+	return sr_box_run_vetted(req, ws, binds, n_binds, NULL, res, err);
 }
 
 /* Rejected for its syntax alone (SR001: the checker's tokenizer could

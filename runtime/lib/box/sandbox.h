@@ -86,12 +86,13 @@ int sr_box_stdin_fd(const sr_run_request *req, sr_error *err);
 void sr_box_collect_artifacts(sr_box *b);
 /* The runner's audit-hook settings for req (caller frees), NULL if none. */
 char *sr_box_runner_guard(const sr_run_request *req);
-/* A cold sandbox with workdir_host (NULL: tmpfs) as its working dir and
- * binds added: pip's install sandbox (deps.c) and runs with a layer. */
-int sr_box_run_with(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+/* A cold sandbox with ws (NULL: a tmpfs) as its working dir, as ws's host
+ * ids, and binds added: pip's install sandbox (deps.c) and runs with a
+ * layer. */
+int sr_box_run_with(const sr_run_request *req, const sr_workspace *ws, const sr_bind *binds,
 		    size_t n_binds, sr_result *res, sr_error *err);
 /* The same, with vet (NULL: none) vetting the code meanwhile: its verdict
  * comes before the child is released (sr_box_start). */
-int sr_box_run_vetted(const sr_run_request *req, const char *workdir_host, const sr_bind *binds,
+int sr_box_run_vetted(const sr_run_request *req, const sr_workspace *ws, const sr_bind *binds,
 		      size_t n_binds, sr_check_job *vet, sr_result *res, sr_error *err);
 #endif

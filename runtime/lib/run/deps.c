@@ -345,7 +345,7 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	sr_box_init_result(&pr, &ip);
 	snprintf(pr.id, sizeof pr.id, "%s-pip", res->id);
 	uint64_t t0 = sr_now_ms();
-	int rc = sr_box_run_with(&ir, sr_workspace_path(ws), binds, n_binds, &pr, err);
+	int rc = sr_box_run_with(&ir, ws, binds, n_binds, &pr, err);
 	res->deps.install_ms = sr_now_ms() - t0;
 	static const char allow0[] = "policy.network.allow[0].host: ";
 	if (rc < 0 && d->index_url && strncmp(err->msg, allow0, sizeof allow0 - 1) == 0) {
