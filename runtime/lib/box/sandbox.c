@@ -69,6 +69,11 @@ static __attribute__((noreturn)) void contain(sr_child *c)
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
 	    syscall(SYS_setresuid, 0, 0, 0) < 0) /* raw: see caps.c */
 		sr_child_fail(c, errno, "become root of the user namespace");
+	/* The gid switch cleared the parent-death signal: arm it again at
+	 * once, or a supervisor killed while this sandbox is set up (between
+	 * here and sr_child_lock_down) would leave it running. */
+	if (c->pdeath && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		sr_child_fail(c, errno, "set the parent-death signal");
 	/* Now inside our cgroup: make it the root of what /proc shows. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		sr_child_fail(c, errno, "create the cgroup namespace");
@@ -363,6 +368,11 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 	}
 	if (pid == 0) {
 		const sr_policy *p = r->p;
+		/* Only the supervisor may hold the write end of the go pipe:
+		 * should it die before its "go", the child's read then ends
+		 * (EOF) instead of waiting for ever, parent-death signal or
+		 * not (one armed after the supervisor died never comes). */
+		close(r->sync[1]);
 		sr_child c = {
 			.fsize_limit = p->limits.tmpfs_bytes,
 			.nofile_limit = p->limits.open_files,
