@@ -228,9 +228,12 @@ def test_a_failing_node_leaves_within_5s_and_a_dead_nodes_sessions_name_it(fleet
         assert left < 5, left
     finally:
         os.kill(n2["pid"], signal.SIGKILL)
-    # New connections to the router from here: one kept alive across the
-    # node's stop and kill may have been closed under the client (seen once
-    # as RemoteDisconnected); the answers below must come on fresh ones.
+    # The node's session backend checks it on its own, so it leaves within
+    # the same bound: until then a session request may still be sent to the
+    # dead node (502). New connections from here on.
+    assert wait_for(lambda: cluster_up.haproxy_stat(fleet.state).get(("node_n2", "n2")) == "DOWN",
+                    timeout=10, step=0.1)
+    assert time.monotonic() - t < 5 + 5
     fleet.http.close()
     r = fleet.post(f"/v1/sessions/{on2}/run", {"code": "1"})
     assert r.status_code == 503 and r.json()["node"] == "n2", r.text
