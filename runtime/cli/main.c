@@ -91,8 +91,8 @@ static const char usage_mcp[] =
 static const struct command_help {
 	const char *name, *text;
 } helps[] = {
-	{ "run", usage_run },	    { "check", usage_check },	{ "policy", usage_policy },
-	{ "info", usage_info },	    { "rootfs", usage_rootfs }, { "mcp", usage_mcp },
+	{ "run", usage_run },   { "check", usage_check },   { "policy", usage_policy },
+	{ "info", usage_info }, { "rootfs", usage_rootfs }, { "mcp", usage_mcp },
 };
 
 static bool wants_help(int argc, char **argv)
@@ -487,7 +487,10 @@ static int cmd_run(int argc, char **argv)
 		case O_REQ: o.reqs[o.n_reqs++] = optarg; break;
 		case O_REQ_FILE: o.reqs_file = optarg; break;
 		case 'c': o.code_arg = optarg; break;
-		case 'h': print_usage(stdout, "run"); rc = -1; break;
+		case 'h':
+			print_usage(stdout, "run");
+			rc = -1;
+			break;
 		default:
 			rc = usage_error(
 			    "run: unknown or incomplete option \"%s\" (see saferun --help)",
@@ -609,8 +612,9 @@ static int cmd_check(int argc, char **argv)
 
 static int cmd_policy(int argc, char **argv)
 {
-	if (wants_help(argc, argv) || (argc == 3 && strcmp(argv[1], "check") == 0 &&
-				       (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
+	if (wants_help(argc, argv) ||
+	    (argc == 3 && strcmp(argv[1], "check") == 0 &&
+	     (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
 		print_usage(stdout, "policy");
 		return 0;
 	}

@@ -138,8 +138,7 @@ static void wait_a_while(srd_gate *g, bool timed)
 	pthread_cond_timedwait(&g->changed, &g->lock, &until);
 }
 
-srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg),
-				     void *arg)
+srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg), void *arg)
 {
 	srd_gate_result rc = SRD_GATE_OK;
 	pthread_mutex_lock(&g->lock);

@@ -25,9 +25,9 @@ typedef struct srd_gate {
 
 typedef enum srd_gate_result {
 	SRD_GATE_OK = 0,
-	SRD_GATE_FULL,   /* the queue is full: try again later */
-	SRD_GATE_CLOSED, /* the daemon is shutting down */
-	SRD_GATE_GONE,   /* gone() said the caller left while it waited */
+	SRD_GATE_FULL,       /* the queue is full: try again later */
+	SRD_GATE_CLOSED,     /* the daemon is shutting down */
+	SRD_GATE_GONE,       /* gone() said the caller left while it waited */
 	SRD_GATE_CLASS_FULL, /* the caller's class has its queue full */
 } srd_gate_result;
 
@@ -47,8 +47,7 @@ int srd_gate_set_classes(srd_gate *g, unsigned n, const unsigned *max_running,
 			 const unsigned *max_waiting);
 /* srd_gate_enter_until for a run of class cls (< n; 0 without classes);
  * on SRD_GATE_OK the caller must srd_gate_leave_class with the same cls. */
-srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg),
-				     void *arg);
+srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg), void *arg);
 void srd_gate_leave_class(srd_gate *g, unsigned cls);
 void srd_gate_close(srd_gate *g);
 /* Wait until nothing runs, at most timeout_ms. True when idle. */

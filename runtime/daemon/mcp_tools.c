@@ -486,8 +486,7 @@ static cJSON *get_health(const tool_call *c, srd_ferr *e)
 	return object_result(srd_health_json(c->ctx));
 }
 
-static cJSON *listing(const tool_call *c,
-		      cJSON *(*list)(srd_session *, const char *, srd_ferr *))
+static cJSON *listing(const tool_call *c, cJSON *(*list)(srd_session *, const char *, srd_ferr *))
 {
 	cJSON *res = NULL;
 	srd_session *ss = find_session(c, &res);

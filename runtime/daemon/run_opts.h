@@ -32,7 +32,7 @@ typedef struct srd_run_opts {
 	size_t stdin_len;
 	const char **allow; /* array owned */
 	size_t n_allow;
-	const char *allow_field; /* its name in the request, for errors; NULL: "allow" */
+	const char *allow_field;   /* its name in the request, for errors; NULL: "allow" */
 	bool stateful;             /* a session's: one interpreter for all its runs */
 	const char **requirements; /* array owned; strings in the document */
 	size_t n_requirements;

@@ -32,8 +32,7 @@ void srd_handle_arp_src(srd_ctx *ctx, const srd_request *req, srd_response *res)
 void srd_handle_arp_artifact_get(srd_ctx *ctx, const srd_request *req, srd_response *res);
 
 /* Shared by both: a listing of dir as [{path, size, type}] (NULL: e). */
-cJSON *srd_session_listing(srd_session *ss, const char *dir, const char **truncated,
-			   srd_ferr *e);
+cJSON *srd_session_listing(srd_session *ss, const char *dir, const char **truncated, srd_ferr *e);
 /* Store data at path in the workspace (max_file_size); -1: e. */
 int srd_session_put_file(srd_ctx *ctx, srd_session *ss, const char *path, const void *data,
 			 size_t size, const char *field, srd_ferr *e);

@@ -27,7 +27,7 @@ struct srd_session {
 	sr_kernel *kernel;
 	uint64_t created_ms, used_ms;
 	unsigned runs;
-	unsigned refs; /* the table's own (while open) + each request's */
+	unsigned refs;            /* the table's own (while open) + each request's */
 	const srd_tenant *tenant; /* its owner: no other tenant finds it */
 	uint64_t max_age_ms;      /* session_max_age, or the tenant's if lower */
 	bool ended;
@@ -519,8 +519,9 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 	}
 	if (o->have_timeout)
 		lowered.limits.wall_ms = o->timeout_ms;
-	if (srd_tenant_check_allow(ss->tenant, ss->policy, o->allow_field ? o->allow_field : "allow",
-				   o->allow, o->n_allow, e) ||
+	if (srd_tenant_check_allow(ss->tenant, ss->policy,
+				   o->allow_field ? o->allow_field : "allow", o->allow, o->n_allow,
+				   e) ||
 	    write_files(ss, o, e))
 		goto out;
 	sr_run_request req = { .policy = &lowered,

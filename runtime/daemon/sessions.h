@@ -42,8 +42,7 @@ srd_session *srd_session_find(srd_sessions *s, const struct srd_tenant *tenant, 
 void srd_session_release(srd_session *ss);
 /* Close: it leaves the table at once; a run in progress is ended; the
  * workspace goes when the last reference does. 404 if unknown. */
-int srd_session_end(srd_sessions *s, const struct srd_tenant *tenant, const char *id,
-		    srd_ferr *e);
+int srd_session_end(srd_sessions *s, const struct srd_tenant *tenant, const char *id, srd_ferr *e);
 
 /* Run o's code in the session (its files written first). 0: res filled
  * (sr_result_free it); -1: e says why nothing ran. */

@@ -168,7 +168,6 @@ static int parse_tokens(struct parse *ps, const cJSON *v, const char *path, srd_
 	return 0;
 }
 
-
 static const struct quota {
 	const char *name; /* the setting of the same name is the default */
 	srd_number_kind kind;

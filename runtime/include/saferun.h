@@ -319,9 +319,9 @@ typedef struct sr_result {
 	size_t n_findings;
 	sr_artifact *artifacts; /* sorted by name */
 	size_t n_artifacts;
-	bool artifacts_truncated; /* not every file is listed: */
+	bool artifacts_truncated;               /* not every file is listed: */
 	const char *artifacts_truncated_reason; /* why (static text), when truncated */
-	sr_net_report net;        /* egress runs: address and refused attempts */
+	sr_net_report net;                      /* egress runs: address and refused attempts */
 	struct sr_deps_result {
 		char **installed; /* "name==version" in the layer, sorted */
 		size_t n_installed;
@@ -466,10 +466,9 @@ typedef enum sr_list_cut {
  * max_entries, max_bytes (as SR_WORKSPACE_LIST_MAX_BYTES counts them) or
  * the depth; *cut says which. A dir whose names would pass a cap is listed
  * without what is in it. */
-SR_PUBLIC int sr_workspace_list_partial(const sr_workspace *ws, const char *dir,
-					size_t max_entries, size_t max_bytes,
-					sr_workspace_entry **out, size_t *n, sr_list_cut *cut,
-					sr_error *err);
+SR_PUBLIC int sr_workspace_list_partial(const sr_workspace *ws, const char *dir, size_t max_entries,
+					size_t max_bytes, sr_workspace_entry **out, size_t *n,
+					sr_list_cut *cut, sr_error *err);
 SR_PUBLIC void sr_workspace_entries_free(sr_workspace_entry *e, size_t n);
 /* Bytes used and the cap. */
 SR_PUBLIC int sr_workspace_usage(sr_workspace *ws, uint64_t *used, uint64_t *cap, sr_error *err);

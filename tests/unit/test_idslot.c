@@ -54,7 +54,8 @@ static void test_a_range_still_in_use_is_not_handed_out(void)
 	if (pid == 0) {
 		uid_t id = a.base + 1000;
 		close(a.fd); /* the lock goes with the release: only the uid is left */
-		if (syscall(SYS_setresgid, id, id, id) < 0 || syscall(SYS_setresuid, id, id, id) < 0)
+		if (syscall(SYS_setresgid, id, id, id) < 0 ||
+		    syscall(SYS_setresuid, id, id, id) < 0)
 			_exit(1);
 		close(ready[0]);
 		if (write(ready[1], "r", 1) != 1)
@@ -79,7 +80,8 @@ static void test_a_range_still_in_use_is_not_handed_out(void)
 int main(void)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_idslot locks files in /run and changes uids: run it as root\n");
+		fprintf(stderr,
+			"test_idslot locks files in /run and changes uids: run it as root\n");
 		return 1;
 	}
 	test_two_takers_get_different_aligned_ranges();

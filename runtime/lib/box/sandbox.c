@@ -879,8 +879,8 @@ void sr_box_syntax_error(const sr_run_request *req, sr_result *res)
 	sr_box_init_result(&cr, req->policy);
 	/* Anything but Python's SyntaxError (it compiled, or the sandbox
 	 * failed): the checker's rejection stands, and no code ran. */
-	if (sr_box_run_vetted(&c, NULL, NULL, 0, NULL, &cr, &err) < 0 || cr.status != SR_STATUS_ERROR ||
-	    cr.exit_code != 1 || cr.out.len || !cr.err.len) {
+	if (sr_box_run_vetted(&c, NULL, NULL, 0, NULL, &cr, &err) < 0 ||
+	    cr.status != SR_STATUS_ERROR || cr.exit_code != 1 || cr.out.len || !cr.err.len) {
 		sr_result_free(&cr);
 		return;
 	}

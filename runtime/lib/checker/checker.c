@@ -22,7 +22,6 @@
 #include "checker_wire.h"
 #include "saferun.h"
 
-
 const sr_check_rule *sr_check_rules(size_t *n)
 {
 	*n = SR_R_COUNT;

@@ -2,9 +2,9 @@
  * sandbox is built (or first, when requirements are to be installed for
  * it), its dependency layer (deps.c), then one cold sandbox (box/),
  * start to end. */
+#include "run.h"
 #include "box/box.h"
 #include "deps.h"
-#include "run.h"
 
 static int run_cold(const sr_run_request *req, sr_check_job *vet, sr_result *res, sr_error *err)
 {
