@@ -124,8 +124,9 @@ void srd_respond_attachment(srd_response *res, unsigned status, const char *name
 int srd_respond_stream(srd_response *res, unsigned status, const char *content_type);
 /* Sends one chunk at once. -1 when the client has gone: stop producing.
  * What the socket cannot take at once is queued (it goes out with the next
- * chunk or at the end); past SRD_STREAM_QUEUE_MAX queued, it waits up to
- * SRD_STREAM_WAIT_MS for the client to read, else the client counts as gone. */
+ * chunk or at the end); past SRD_STREAM_QUEUE_MAX queued, it waits for the
+ * client to read, and a client that reads nothing for SRD_STREAM_WAIT_MS
+ * counts as gone. */
 int srd_respond_chunk(srd_response *res, const void *data, size_t len);
 #define SRD_STREAM_QUEUE_MAX (4u << 20)
 #define SRD_STREAM_WAIT_MS   10000
