@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -63,3 +64,32 @@ def test_only_bytes_within_the_cap_are_passed(mode):
     assert res["status"] == "output_limit", res
     out = "".join(d for s, _, d in chunks if s == 1)
     assert out == res["stdout"] and len(out) == 1000
+
+
+CLI_CODE = """import sys, time
+print("first", flush=True)
+print("err first", file=sys.stderr, flush=True)
+time.sleep(0.3)
+print(repr(time.time()))
+raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize("path", [[], ["--warm"]])
+def test_cli_prints_the_output_as_it_comes(path):
+    p = subprocess.Popen([SAFERUN, "run", *path, "--no-check", "--profile", "host", "-c",
+                          CLI_CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    first_t = time.time()
+    rest, err = p.communicate(timeout=120)
+    assert first == b"first\n"
+    marker = float(rest.decode())
+    assert first_t < marker, (first_t, marker)
+    # the same bytes and exit code as when it printed at the end
+    assert err == b"err first\n" and p.returncode == 3
+    # --json prints the one result object, at the end
+    j = subprocess.run([SAFERUN, "run", *path, "--json", "--no-check", "--profile", "host",
+                        "-c", CLI_CODE], capture_output=True, timeout=120)
+    res = json.loads(j.stdout)
+    assert res["stdout"].startswith("first\n") and res["exit_code"] == 3
+    assert j.stderr == b"" and j.returncode == 3
