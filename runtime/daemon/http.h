@@ -133,6 +133,8 @@ int srd_respond_chunk(srd_response *res, const void *data, size_t len);
 /* The server's: the rest of the queue and the last chunk, after the
  * handler returned. -1 when the client had gone. */
 int srd_stream_end(srd_stream *s);
+/* A query-string argument by name, decoded, or NULL. */
+const char *srd_request_query(const srd_request *req, const char *name);
 /* A request header by name (case-insensitive), or NULL. */
 const char *srd_request_header(const srd_request *req, const char *name);
 /* Add a response header (name must be a static string). */
