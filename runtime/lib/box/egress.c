@@ -255,7 +255,7 @@ static int plan_dns(sr_egress *e, const sr_policy *p, sr_error *err)
 	return 0;
 }
 
-int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
+int sr_egress_plan_policy(const sr_policy *p, sr_egress **out, sr_error *err)
 {
 	sr_egress *e = calloc(1, sizeof *e);
 	if (!e)
@@ -265,6 +265,16 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 		free(e);
 		return -1;
 	}
+	plan_hosts(e);
+	*out = e;
+	return 0;
+}
+
+int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
+{
+	sr_egress *e;
+	if (sr_egress_plan_policy(p, &e, err) < 0)
+		return -1;
 	/* A kernel without nf_tables cannot hold an allow list: refuse the
 	 * run before anything is built, as for any feature the host lacks
 	 * (after the names: a policy's own mistakes are said first). */
@@ -276,7 +286,6 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 				 "kernel: %s",
 				 why.msg);
 	}
-	plan_hosts(e);
 	*out = e;
 	return 0;
 }
@@ -510,7 +519,7 @@ static void deny_host_addresses(FILE *f)
 /* The sandbox's own rules: only the allow list leaves; the host's
  * addresses and the other sandboxes are refused even under 0.0.0.0/0;
  * every refusal is counted and its destination recorded for the result. */
-static char *sandbox_rules(const sr_egress *e)
+char *sr_egress_rules(const sr_egress *e)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -926,7 +935,7 @@ int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err)
 	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
 	if ((e->nsfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return sr_fail(err, errno, "open %s", path);
-	char *rules = sandbox_rules(e);
+	char *rules = sr_egress_rules(e);
 	if (!rules)
 		return sr_fail(err, ENOMEM, "egress rules");
 	/* The rules first: the sandbox has no way out before they hold. */
