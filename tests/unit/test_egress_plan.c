@@ -104,6 +104,7 @@ struct bad {
 	char *dns[SR_NET_MAX_DNS];
 	size_t n_dns;
 	int errnum;
+	sr_error_code code;
 	const char *message; /* the start of it (a resolver's own words follow) */
 };
 
@@ -114,7 +115,7 @@ static const struct bad bads[] = {
 	{ "a resolver that is not an address", .dns = { "198.18.0" }, .n_dns = 1, .errnum = EINVAL,
 	  .message = "policy.network.dns[0]: \"198.18.0\" is not an address" },
 	{ "a name that does not resolve", .allow = { HOST("no-such-host.invalid") }, .n_allow = 1,
-	  .errnum = EINVAL,
+	  .errnum = EINVAL, .code = SR_ERR_NET_HOST,
 	  .message = "policy.network.allow[0].host: \"no-such-host.invalid\" does not resolve: " },
 };
 
@@ -185,6 +186,7 @@ static void check_bad(const struct bad *b)
 	CHECK_INT(sr_egress_plan_policy(&p, &e, &err), -1);
 	CHECK(e == NULL);
 	CHECK_INT(err.errnum, b->errnum);
+	CHECK_INT(err.code, b->code);
 	bool starts = strncmp(err.msg, b->message, strlen(b->message)) == 0;
 	if (!starts)
 		fprintf(stderr, "got  \"%s\"\nwant \"%s...\"\n", err.msg, b->message);

@@ -145,10 +145,11 @@ static int resolve_host(sr_egress *e, const sr_net_allow *a, size_t i, sr_error 
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	int rc = getaddrinfo(a->host, NULL, &hints, &res);
-	if (rc != 0)
-		return sr_refuse(err, EINVAL,
-				 "policy.network.allow[%zu].host: \"%s\" does not resolve: %s", i,
-				 a->host, gai_strerror(rc));
+	if (rc != 0) {
+		sr_refuse(err, EINVAL, "\"%s\" does not resolve: %s", a->host, gai_strerror(rc));
+		sr_error_mark(err, SR_ERR_NET_HOST);
+		return sr_error_wrap(err, SR_EGRESS_HOST_FIELD, i);
+	}
 	for (struct addrinfo *r = res; r && rc == 0; r = r->ai_next) {
 		uint32_t addr = ntohl(((struct sockaddr_in *)r->ai_addr)->sin_addr.s_addr);
 		bool seen = false;

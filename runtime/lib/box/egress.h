@@ -16,6 +16,9 @@ typedef struct sr_egress sr_egress;
  * sandbox; dns: true from the host's /etc/resolv.conf. A name that does
  * not resolve is refused (EINVAL) naming the policy entry. */
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err);
+/* Such a name's error is SR_ERR_NET_HOST, its message this field (with
+ * the entry's index), ": ", and what the resolver said of the name. */
+#define SR_EGRESS_HOST_FIELD "policy.network.allow[%zu].host"
 /* The same plan without looking at the kernel (sr_egress_plan then checks
  * that it has nf_tables): what the unit tests read. Free with
  * sr_egress_free. */

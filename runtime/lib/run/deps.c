@@ -347,11 +347,13 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	uint64_t t0 = sr_now_ms();
 	int rc = sr_box_run_with(&ir, ws, binds, n_binds, &pr, err);
 	res->deps.install_ms = sr_now_ms() - t0;
-	static const char allow0[] = "policy.network.allow[0].host: ";
-	if (rc < 0 && d->index_url && strncmp(err->msg, allow0, sizeof allow0 - 1) == 0) {
-		char msg[sizeof err->msg]; /* the index's host, not the run's policy */
+	if (rc < 0 && d->index_url && err->code == SR_ERR_NET_HOST) {
+		/* The index's host, not the run's policy: what the resolver
+		 * said, under the key that named the host (the only entry). */
+		int field = snprintf(NULL, 0, SR_EGRESS_HOST_FIELD ": ", (size_t)0);
+		char msg[sizeof err->msg];
 		snprintf(msg, sizeof msg, "policy.dependencies.index_url: host %s",
-			 err->msg + sizeof allow0 - 1);
+			 err->msg + field);
 		memcpy(err->msg, msg, sizeof msg);
 	}
 	char why[512];
