@@ -304,7 +304,8 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	snprintf(id, sizeof id, "%s-%d-pip", res->id, (int)getpid());
 	cleanup_stale();
 	if (sr_workspace_create(DEPS_WS_BASE, id, d->max_size_bytes, &ws, err) ||
-	    json_reqs(reqs, n, &rj) || json_source(d, host, index.ports[0], &src) ||
+	    ((json_reqs(reqs, n, &rj) || json_source(d, host, index.ports[0], &src)) &&
+	     sr_fail(err, ENOMEM, "pip's requirements and sources")) ||
 	    sr_workspace_write(ws, "requirements.json", rj, strlen(rj), err) ||
 	    sr_workspace_write(ws, "source.json", src, strlen(src), err) ||
 	    sr_workspace_write(ws, "main.py", install_py, sizeof install_py - 1, err) ||
@@ -314,7 +315,7 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 		free(rj);
 		free(src);
 		sr_workspace_destroy(ws);
-		return -1;
+		return sr_error_wrap(err, "set up pip's workspace");
 	}
 	free(rj);
 	free(src);
