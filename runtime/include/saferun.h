@@ -33,7 +33,8 @@ extern "C" {
  * text); most errors are SR_ERR_NONE. */
 typedef enum sr_error_code {
 	SR_ERR_NONE = 0,
-	SR_ERR_NET_HOST, /* a host name of policy.network.allow does not resolve */
+	SR_ERR_NET_HOST,     /* a host name of policy.network.allow does not resolve */
+	SR_ERR_REQUIREMENTS, /* the request's requirements are refused (EINVAL) */
 } sr_error_code;
 
 typedef struct sr_error {

@@ -428,7 +428,7 @@ static int sort_requirements(const sr_run_request *req, char *const *reqs, size_
 		const char *r = reqs[i];
 		bool detected = i >= n_asked; /* a guess from the imports: never an error */
 		if (sr_deps_check_requirement(r, i, norm, sizeof norm, err) < 0)
-			return -1;
+			return sr_error_mark(err, SR_ERR_REQUIREMENTS);
 		bool allowed = listed(d->allow, d->n_allow, norm);
 		if (listed(d->ignore, d->n_ignore, norm) || (detected && !allowed)) {
 			if (strv_push(&res->deps.ignored, &res->deps.n_ignored, norm) < 0)
@@ -719,13 +719,15 @@ int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **o
 	*out = NULL;
 	if ((req->n_requirements == 0 && !(d->auto_detect && req->code)) || req->deps_layer)
 		return 0;
-	if (req->n_requirements > SR_DEPS_MAX_REQS)
-		return sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d",
-				 req->n_requirements, SR_DEPS_MAX_REQS);
-	for (size_t i = 0; i < req->n_requirements; i++) {
+	if (req->n_requirements > SR_DEPS_MAX_REQS) {
+		sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d", req->n_requirements,
+			  SR_DEPS_MAX_REQS);
+		return sr_error_mark(err, SR_ERR_REQUIREMENTS);
+	}
+	for (size_t i = 0; i < req->n_requirements; i++) { /* before any sandbox runs */
 		char norm[NAME_MAX_LEN + 1];
 		if (sr_deps_check_requirement(req->requirements[i], i, norm, sizeof norm, err))
-			return -1; /* before any sandbox runs */
+			return sr_error_mark(err, SR_ERR_REQUIREMENTS);
 	}
 	char *rootfs = profile_root(req->policy, req->rootfs_dir, err), **todo = NULL, **all = NULL;
 	size_t n_todo = 0, n_all = 0;
