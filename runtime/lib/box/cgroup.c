@@ -55,10 +55,10 @@ const char *sr_cgroup_mode_name(sr_cgroup_mode m)
  * cgroup namespace). */
 static int read_mount(const char *controller, char *mnt, char *root, size_t size)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
-	char *line = NULL;
+	cleanup_free char *line = NULL;
 	size_t cap = 0;
 	int rc = -ENOENT;
 	while (rc && getline(&line, &cap, f) > 0) {
@@ -83,8 +83,6 @@ static int read_mount(const char *controller, char *mnt, char *root, size_t size
 			rc = 0;
 		}
 	}
-	free(line);
-	fclose(f);
 	return rc;
 }
 
@@ -127,10 +125,10 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t size
  * with id 0 on v2). */
 static int own_path(const char *controller, char *out, size_t size)
 {
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	cleanup_fclose FILE *f = fopen("/proc/self/cgroup", "re");
 	if (!f)
 		return -errno;
-	char *line = NULL;
+	cleanup_free char *line = NULL;
 	size_t cap = 0;
 	int rc = -ENOENT;
 	while (rc && getline(&line, &cap, f) > 0) {
@@ -151,8 +149,6 @@ static int own_path(const char *controller, char *out, size_t size)
 			rc = 0;
 		}
 	}
-	free(line);
-	fclose(f);
 	return rc;
 }
 
