@@ -39,6 +39,11 @@ const char *srd_request_header(const srd_request *req, const char *name)
 	return req->header ? req->header(req, name) : NULL;
 }
 
+const char *srd_request_query(const srd_request *req, const char *name)
+{
+	return req->query ? req->query(req, name) : NULL;
+}
+
 void srd_respond_header(srd_response *res, const char *name, const char *value)
 {
 	if (res->n_headers == SRD_MAX_HEADERS)
