@@ -181,6 +181,8 @@ struct out {
 	sr_kernel *kernel; /* killed when the client has gone */
 	bool started, gone, failed;
 	srd_utf8_carry carry[2];
+	char *line[2]; /* the stream's text after its last newline */
+	size_t line_len[2];
 	char *buf; /* without a server to stream on (srd_respond_stream fails) */
 	size_t len, cap;
 };
@@ -244,26 +246,55 @@ static void emit_text(struct out *o, const char *type, const char *data, size_t 
 	emit(o, j);
 }
 
-/* sr_run_request.on_output: a stdout or stderr item per piece, as UTF-8
- * (a sequence cut between pieces waits for the rest). */
+/* Up to the last newline now, the rest with the next piece (a line of its
+ * own per item, as the SDK's onStdout expects), or when it is this long. */
+#define LINE_MAX_HOLD 65536
+
+static void pending_text(struct out *o, int i, const char *text, size_t n, bool all)
+{
+	const char *type = i ? "stderr" : "stdout";
+	char *joined = malloc(o->line_len[i] + n + 1);
+	if (!joined) {
+		o->failed = true;
+		return;
+	}
+	memcpy(joined, o->line[i] ? o->line[i] : "", o->line_len[i]);
+	memcpy(joined + o->line_len[i], text, n);
+	size_t total = o->line_len[i] + n, cut = total;
+	free(o->line[i]);
+	o->line[i] = NULL;
+	o->line_len[i] = 0;
+	if (!all && total < LINE_MAX_HOLD) {
+		while (cut && joined[cut - 1] != '\n')
+			cut--;
+		if (cut < total) {
+			o->line[i] = strndup(joined + cut, total - cut);
+			o->line_len[i] = o->line[i] ? total - cut : 0;
+		}
+	}
+	emit_text(o, type, joined, cut);
+	free(joined);
+}
+
+/* sr_run_request.on_output: stdout and stderr items as UTF-8 (a sequence
+ * cut between pieces waits for the rest). */
 static void on_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct out *o = arg;
 	size_t n = 0;
-	char *text = srd_utf8_piece(&o->carry[stream == 2], data, len, data == NULL, &n);
+	char *text = srd_utf8_piece(&o->carry[stream == 2], data, len, false, &n);
 	if (text && n)
-		emit_text(o, stream == 2 ? "stderr" : "stdout", text, n);
+		pending_text(o, stream == 2, text, n, false);
 	free(text);
 }
 
-/* What waited for the rest of a UTF-8 sequence that never came. */
+/* The rest: a last line without a newline, a sequence never completed. */
 static void flush_output(struct out *o)
 {
-	for (int s = 1; s <= 2; s++) {
+	for (int i = 0; i < 2; i++) {
 		size_t n = 0;
-		char *text = srd_utf8_piece(&o->carry[s == 2], "", 0, true, &n);
-		if (text && n)
-			emit_text(o, s == 2 ? "stderr" : "stdout", text, n);
+		char *text = srd_utf8_piece(&o->carry[i], "", 0, true, &n);
+		pending_text(o, i, text ? text : "", text ? n : 0, true);
 		free(text);
 	}
 }
