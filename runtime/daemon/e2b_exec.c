@@ -31,6 +31,7 @@ typedef struct srd_e2b_context {
 	sr_kernel *kernel; /* changed under run_lock + sb->lock */
 	pthread_mutex_t run_lock;
 	unsigned executions;
+	bool lost;     /* its interpreter ended in a run: the next says it is a new one */
 	unsigned refs; /* under sb->lock: the list's + each request's */
 	bool removed;
 	struct srd_e2b_context *next;
@@ -159,7 +160,8 @@ static int ensure_kernel(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, 
 		sr_kernel_kill(c->kernel);
 	pthread_mutex_unlock(&sb->lock);
 	sr_kernel_stop(dead);
-	*fresh = rc == 0 && dead;
+	*fresh = rc == 0 && (dead || c->lost);
+	c->lost = false;
 	return rc;
 }
 
@@ -538,8 +540,10 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 			cJSON *end = cJSON_CreateObject();
 			cJSON_AddStringToObject(end, "type", "end_of_execution");
 			emit(&o, end);
-			if (died)
+			if (died) {
 				drop_kernel(sb, c);
+				c->lost = true;
+			}
 			srd_run_record(ctx, &r, srd_session_policy_name(sb->session), sb->id,
 				       req->peer, t1 - t0, srd_now_ms() - t0, rr.code_size);
 			sr_result_free(&r);
@@ -653,6 +657,7 @@ static void contexts_restart(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req
 	pthread_mutex_lock(&c->run_lock);
 	drop_kernel(sb, c);
 	c->executions = 0;
+	c->lost = false; /* asked for: no notice */
 	pthread_mutex_unlock(&c->run_lock);
 	context_release(sb, c);
 	srd_respond_text(res, 204, "application/json", NULL, 0);

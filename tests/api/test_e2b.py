@@ -108,6 +108,7 @@ def test_the_e2b_sdk_end_to_end(make_daemon):
     # timeoutMs ended that run; the sandbox goes on (a fresh interpreter)
     rt = o["run_timeout"]
     assert rt["error"] == "TimeoutError" and rt["next"]["text"] == "'alive'" and rt["running"]
+    assert "started again: its variables are gone" in rt["next"]["stderr"]
 
     # control API
     info = o["info"]
