@@ -61,6 +61,12 @@ static void on_session_close(void *arg)
 	sb->ended = true;
 	pthread_mutex_unlock(&reg_lock);
 	srd_e2b_contexts_kill(sb);
+	pthread_mutex_lock(&sb->lock);
+	void (*end)(void *) = sb->envd_state_end;
+	void *state = sb->envd_state;
+	pthread_mutex_unlock(&sb->lock);
+	if (end && state)
+		end(state);
 	srd_e2b_release(sb);
 }
 
@@ -175,6 +181,9 @@ static cJSON *sandbox_json(srd_e2b_sandbox *sb, bool detail)
 	iso_time(real_now_ms() + left, when, sizeof when);
 	cJSON_AddStringToObject(j, "endAt", when);
 	cJSON_AddStringToObject(j, "state", sb->paused ? "paused" : "running");
+	cJSON *lc = cJSON_AddObjectToObject(j, "lifecycle");
+	cJSON_AddStringToObject(lc, "onTimeout", sb->auto_pause ? "pause" : "kill");
+	cJSON_AddBoolToObject(lc, "autoResume", false);
 	cJSON *md = cJSON_Parse(sb->metadata_json);
 	cJSON_AddItemToObject(j, "metadata", md ? md : cJSON_CreateObject());
 	pthread_mutex_unlock(&sb->lock);
