@@ -8,6 +8,7 @@ fails, it never skips."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -191,6 +192,8 @@ def test_the_e2b_sdk_end_to_end(make_daemon):
                                     "'SAFERUN_NOTEBOOK' in os.environ"})
     items = [json.loads(l) for l in r.text.splitlines()]
     assert r.headers["Content-Type"] == "application/x-ndjson"
+    # (the Python SDK reads a stdout item's timestamp)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", items[0].pop("timestamp"))
     assert items == [{"type": "stdout", "text": "hej\n"},
                      {"type": "result", "text": "False", "is_main_result": True},
                      {"type": "number_of_executions", "execution_count": 1},
