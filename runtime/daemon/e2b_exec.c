@@ -330,8 +330,15 @@ static bool emit_notebook(struct out *o, srd_e2b_sandbox *sb, const srd_e2b_cont
 	void *data = NULL;
 	size_t size = 0;
 	sr_error err = { 0 };
-	if (sr_workspace_read(ws, name, RESULTS_MAX, &data, &size, &err))
-		return false;
+	if (sr_workspace_read(ws, name, RESULTS_MAX, &data, &size, &err)) {
+		if (err.errnum == ENOENT) /* the run ended before the runner wrote it */
+			return false;
+		char msg[SR_ERROR_MSG_MAX + 64];
+		snprintf(msg, sizeof msg, "the run's results could not be read: %s", err.msg);
+		sr_workspace_remove(ws, name, &err);
+		emit_error(o, "SaferunError", msg, "");
+		return true;
+	}
 	sr_workspace_remove(ws, name, &err);
 	cJSON *doc = cJSON_ParseWithLength(data, size);
 	free(data);
