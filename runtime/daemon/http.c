@@ -45,10 +45,7 @@ const char *srd_request_header(const srd_request *req, const char *name)
 
 const char *srd_request_query(const srd_request *req, const char *name)
 {
-	/* conn is the server's MHD connection when it set header */
-	return req->conn && req->header
-		   ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name)
-		   : NULL;
+	return req->query ? req->query(req, name) : NULL;
 }
 
 void srd_respond_header(srd_response *res, const char *name, const char *value)
