@@ -180,11 +180,20 @@ char *srd_arp_output(const sr_result *r)
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
 {
-	srd_run_opts o = { .code = code,
-			   .code_len = strlen(code),
-			   .allow = allow,
-			   .n_allow = n_allow,
-			   .allow_field = "ignore_unsafe_functions" };
+	srd_run_opts o = { .code = code, .allow = allow, .n_allow = n_allow };
+	return srd_arp_execute_opts(ctx, ss, &o, peer, e);
+}
+
+cJSON *srd_arp_execute_opts(srd_ctx *ctx, srd_session *ss, const srd_run_opts *in,
+			    const srd_peer *peer, srd_ferr *e)
+{
+	srd_run_opts o = { .code = in->code,
+			   .code_len = strlen(in->code),
+			   .allow = in->allow,
+			   .n_allow = in->n_allow,
+			   .allow_field = "ignore_unsafe_functions",
+			   .language = in->language,
+			   .have_language = in->have_language };
 	sr_result r;
 	if (srd_session_run(ctx, ss, &o, peer, &r, e))
 		return NULL;
@@ -199,8 +208,10 @@ cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const ch
 
 void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
+	/* "language" is saferun's own key (docs/languages.md): the session's,
+	 * or for a stateless session this run's. */
 	static const char *const keys[] = { "python_code", "ignore_dependencies",
-					    "ignore_unsafe_functions", NULL };
+					    "ignore_unsafe_functions", "language", NULL };
 	srd_ferr e = { 0 };
 	const char **deps = NULL;
 	size_t n_deps;
@@ -209,17 +220,25 @@ void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *
 	cJSON *doc = ss ? parse_object(req, res) : NULL;
 	if (!doc)
 		goto out;
+	const char *language = NULL;
 	if (srd_json_check_keys(doc, keys, "", &e) ||
-	    srd_json_string(doc, "python_code", true, &o.code, &e)) {
+	    srd_json_string(doc, "python_code", true, &o.code, &e) ||
+	    srd_json_string(doc, "language", false, &language, &e) ||
+	    (language && sr_language_parse(language, &o.language) < 0 &&
+	     srd_fail(&e, 422, "language",
+		      "\"language\" must be \"python\", \"javascript\" or \"bash\", not "
+		      "\"%.40s\"",
+		      language))) {
 		e.status = 422;
 		srd_respond_error(res, &e);
 		goto out;
 	}
+	o.have_language = language != NULL;
 	/* Dependencies are the rootfs profile's here: nothing to ignore. */
 	if (string_list(doc, "ignore_dependencies", &deps, &n_deps, res) ||
 	    string_list(doc, "ignore_unsafe_functions", &o.allow, &o.n_allow, res))
 		goto out;
-	cJSON *j = srd_arp_execute(ctx, ss, o.code, o.allow, o.n_allow, req->peer, &e);
+	cJSON *j = srd_arp_execute_opts(ctx, ss, &o, req->peer, &e);
 	if (j)
 		srd_respond_json(res, 200, j);
 	else

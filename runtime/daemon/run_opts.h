@@ -36,6 +36,8 @@ typedef struct srd_run_opts {
 	bool stateful;             /* a session's: one interpreter for all its runs */
 	const char **requirements; /* array owned; strings in the document */
 	size_t n_requirements;
+	sr_language language; /* python unless have_language */
+	bool have_language;
 } srd_run_opts;
 
 typedef enum srd_opts_kind {
@@ -45,7 +47,7 @@ typedef enum srd_opts_kind {
 } srd_opts_kind;
 
 /* {code, policy?, timeout?, memory?, cpus?, env?, files?, stdin?, allow?,
- * requirements?} */
+ * requirements?, language?} */
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e);
 /* The same for the session bodies: each kind takes its own keys. */
 int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o, srd_ferr *e);
