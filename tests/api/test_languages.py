@@ -16,7 +16,8 @@ def error(r, field):
 
 
 def test_language_on_v1_run_and_its_refusals(make_daemon):
-    d = make_daemon(policies={"default": HOST_POLICY, "minimal": MINIMAL})
+    warm = {**HOST_POLICY, "warm": {"enabled": True, "pool_size": 1}}
+    d = make_daemon(policies={"default": HOST_POLICY, "minimal": MINIMAL, "warm": warm})
     r = d.post("/v1/run", {"language": "javascript", "stdin": "in",
                            "code": "const fs = require('fs');\n"
                                    "console.log(fs.readFileSync(0, 'utf8'), process.getuid());\n"
@@ -43,6 +44,12 @@ def test_language_on_v1_run_and_its_refusals(make_daemon):
     msg = error(d.post("/v1/run", {"language": "bash", "code": "true",
                                    "requirements": ["attrs"]}), "requirements")
     assert "Python packages" in msg
+
+    # the warm path is Python's: a JavaScript run on a warm policy runs cold
+    r = d.post("/v1/run", {"language": "javascript", "policy": "warm", "code": "console.log(1)"})
+    assert r.status_code == 200 and r.json()["status"] == "ok", r.text
+    assert r.json()["path"] == "cold" and r.json()["stdout"] == "1\n"
+    assert d.post("/v1/run", {"policy": "warm", "code": "print(2)"}).json()["stdout"] == "2\n"
 
     body = d.get("/v1/packages").json()
     assert body["profile"] == "host" and body["languages"] == ["python", "javascript", "bash"]

@@ -592,6 +592,12 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 	}
 }
 
+/* A warm sandbox has no request of its own (warm.c): it is Python's. */
+static bool python_box(const sr_box *r)
+{
+	return !r->req || r->req->language == SR_LANG_PYTHON;
+}
+
 int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
 		 sr_outcome *oc, sr_error *err)
 {
@@ -627,7 +633,7 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 	if (r->egress)
 		sr_egress_collect(r->egress, &r->res->net);
 	if (rc == 0)
-		classify(r->res, oc, &st, &lim, r->req->language == SR_LANG_PYTHON);
+		classify(r->res, oc, &st, &lim, python_box(r));
 	return rc;
 }
 
