@@ -11,8 +11,9 @@
 // is waited for (`(async () => { ... })()`); callbacks it leaves pending run
 // when the next run comes (the cgroup is frozen between runs).
 //
-// Protocol on fd 3 (SOCK_SEQPACKET, read with plain reads: Node cannot
-// receive the fd a Python kernel gets, runtime/lib/run/kernel.c): the
+// Protocol on fd 3 (SOCK_SEQPACKET, read with plain reads by a worker
+// thread: Node cannot receive the fd a Python kernel gets,
+// runtime/lib/run/kernel.c): the
 // runner sends "R" when ready; each run is a message "X" <u32 code length>
 // <u32 0> <u8 flags>, then the code in messages of at most 32 KiB; the
 // reply is "D" <i32 status> (0 ok, 1 an uncaught error, N process.exit(N))
@@ -61,29 +62,51 @@
 		report(e);
 	});
 
-	const read = (buf, at, len) => {
-		for (;;) {
-			try {
-				return fs.readSync(CTL, buf, at, len, null);
-			} catch (e) {
-				if (e.code !== 'EINTR' && e.code !== 'EAGAIN') return 0;
+	// fd 3 is read by a worker thread, never by the code's thread: the
+	// socket closing (the supervisor gone) ends the kernel at once, even
+	// in the middle of a run that never yields (Python's runner has a
+	// watcher thread for the same). Each run's code comes to this thread
+	// through a message port, received synchronously between runs.
+	const { Worker, MessageChannel, receiveMessageOnPort } = require('worker_threads');
+	const { port1, port2 } = new MessageChannel();
+	const arrived = new Int32Array(new SharedArrayBuffer(4));
+	const reader = `
+		const fs = require('fs');
+		const { port, arrived } = require('worker_threads').workerData;
+		const gone = () => process.kill(process.pid, 'SIGKILL');
+		const read = (buf, at, len) => {
+			for (;;) {
+				try {
+					return fs.readSync(${CTL}, buf, at, len, null);
+				} catch (e) {
+					if (e.code !== 'EINTR' && e.code !== 'EAGAIN') return 0;
+				}
 			}
-		}
-	};
+		};
+		for (;;) {
+			const head = Buffer.alloc(64);
+			const n = read(head, 0, head.length);
+			if (n < 10 || head[0] !== 0x58 /* X */) gone();
+			const len = head.readUInt32LE(1);
+			const code = Buffer.alloc(len);
+			for (let got = 0; got < len; ) {
+				const m = read(code, got, len - got);
+				if (m <= 0) gone();
+				got += m;
+			}
+			port.postMessage(code.toString('utf8'));
+			Atomics.add(arrived, 0, 1);
+			Atomics.notify(arrived, 0);
+		}`;
+	new Worker(reader, { eval: true, workerData: { port: port2, arrived }, transferList: [port2] })
+		.on('error', () => realExit(0))
+		.unref();
+	let taken = 0;
 	const send = (buf) => fs.writeSync(CTL, buf);
-
 	const next = () => {
-		const head = Buffer.alloc(64);
-		const n = read(head, 0, head.length);
-		if (n < 10 || head[0] !== 0x58 /* X */) realExit(0); // the supervisor is gone
-		const len = head.readUInt32LE(1);
-		const code = Buffer.alloc(len);
-		for (let got = 0; got < len; ) {
-			const m = read(code, got, len - got);
-			if (m <= 0) realExit(0);
-			got += m;
-		}
-		return code.toString('utf8');
+		Atomics.wait(arrived, 0, taken);
+		taken++;
+		return receiveMessageOnPort(port1).message;
 	};
 
 	const run = async (code) => {

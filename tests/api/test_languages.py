@@ -3,7 +3,10 @@
 profile without the language refused with a 400 naming it, and what
 /v1/packages says each profile carries. The host profile has node (CI's
 bootstrap installs it); the minimal profile has python and bash only."""
-from conftest import HOST_POLICY
+import threading
+import time
+
+from conftest import HOST_POLICY, own_sandbox_processes, wait_for
 
 MINIMAL = {"filesystem": {"profile": "minimal"}}
 
@@ -87,3 +90,42 @@ def test_a_javascript_session_keeps_its_variables(make_daemon):
     msg = error(d.post("/v1/sessions", {"language": "javascript", "policy": "minimal"}),
                 "language")
     assert 'profile "minimal"' in msg
+
+
+def test_a_busy_javascript_kernel_ends_with_its_supervisor(make_daemon):
+    # runner.js reads its control socket in a worker thread: the socket
+    # closing ends the kernel even while a run never yields.
+    d = make_daemon()
+    sid = d.post("/v1/sessions", {"stateful": True, "language": "javascript"}).json()["session_id"]
+    # the kernel up first: the CPU time below is the loop's, not Node's start-up
+    assert d.post(f"/v1/sessions/{sid}/run", {"code": "1"}).json()["status"] == "ok"
+
+    def spin():
+        try:
+            d.post(f"/v1/sessions/{sid}/run", {"code": "for (;;) {}"}, timeout=30)
+        except Exception:
+            pass  # the daemon is killed under it
+
+    t = threading.Thread(target=spin, daemon=True)
+    t.start()
+
+    def cpu_ticks():
+        total = 0
+        for pid in own_sandbox_processes(d.cgroups):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    total += int(f.read().rsplit(")", 1)[1].split()[11])  # utime
+            except OSError:
+                pass
+        return total
+
+    def spinning():
+        before = cpu_ticks()
+        time.sleep(0.2)
+        return cpu_ticks() > before + 5  # > 50 ms of CPU in 200 ms: the loop runs
+
+    assert wait_for(spinning, timeout=15)
+    d.proc.kill()
+    d.proc.wait(timeout=10)
+    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
+    t.join(timeout=10)
