@@ -64,7 +64,7 @@ out.stdin = fs.readFileSync(0, 'utf8');
 out.file = fs.readFileSync('data/in.txt', 'utf8');
 try { cp.execFileSync(process.env.HOST_BIN, ['info']); out.host_bin = 'ran'; }
 catch (e) { out.host_bin = e.code; }
-out.child = cp.execSync('id -u; ps -e -o comm= | sort | tr "\\n" " "').toString().trim();
+out.child = cp.execSync('id -u; cat /proc/1/comm /proc/self/comm').toString().trim();
 const c = net.connect(Number(process.env.PORT), '127.0.0.1');
 c.on('connect', () => { out.tcp = 'connected'; done(); });
 c.on('error', (e) => { out.tcp = e.code; done(); });
@@ -86,8 +86,7 @@ def test_javascript_is_contained_by_the_kernel_layers(listener):
     assert got["file"].startswith('"""JavaScript and bash')
     # what exists only on the host cannot be run; what runs is the sandbox's
     assert got["host_bin"] == "ENOENT"
-    uid, *procs = got["child"].split()
-    assert uid == "1000" and "saferun-init" in procs and "node" in procs
+    assert got["child"].split() == ["1000", "saferun-init", "cat"]
     assert got["tcp"] == "ECONNREFUSED"  # the sandbox's own lo, not the host's
 
 
