@@ -82,6 +82,9 @@ def test_a_javascript_session_keeps_its_variables(make_daemon):
     assert "TypeError" in third["stderr"] and "main.js:1" in third["stderr"]
     assert run("process.exit(3)")["exit_code"] == 3
     assert run("(async () => { await null; console.log(a + 1); })()")["stdout"] == "41\n"
+    # code goes down in 32 KiB messages: 600 KB of two-byte characters arrive whole
+    assert run("var big = '" + "\u00e9" * 300000 + "';\nconsole.log(big.length)")["stdout"] == \
+        "300000\n"
 
     msg = error(d.post(f"/v1/sessions/{sid}/run", {"code": "print(1)", "language": "python"}),
                 "language")
