@@ -534,8 +534,8 @@ static bool runtime_block(sr_result *res)
 	return true;
 }
 
-static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
-		     const sr_limits *lim, bool python)
+void sr_box_classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
+		     const sr_limits *lim)
 {
 	res->hit_memory = st->oom_kills > 0;
 	res->hit_pids = st->pids_denied > 0;
@@ -581,7 +581,7 @@ static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 			 "killed: the run was ended by signal %d (%s)%s", res->signal,
 			 strsignal(res->signal),
 			 res->signal == SIGSYS ? ", a system call the seccomp policy forbids" : "");
-	} else if (python && res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
+	} else if (!oc->no_runner && res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
 		res->status = SR_STATUS_REJECTED;
 	} else if (res->exit_code != 0) {
 		res->status = SR_STATUS_ERROR;
@@ -632,8 +632,9 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 	}
 	if (r->egress)
 		sr_egress_collect(r->egress, &r->res->net);
+	oc->no_runner = !python_box(r);
 	if (rc == 0)
-		classify(r->res, oc, &st, &lim, python_box(r));
+		sr_box_classify(r->res, oc, &st, &lim);
 	return rc;
 }
 
