@@ -62,6 +62,8 @@ void srd_run_leave_gate(srd_ctx *ctx, const srd_peer *peer)
 /* The library refused before anything ran: bad input, or a host problem. */
 int srd_run_refused(const sr_error *err, srd_ferr *e)
 {
+	if (err->code == SR_ERR_LANGUAGE)
+		return srd_fail(e, 400, "language", "%s", err->msg);
 	switch (err->errnum) {
 	case EINVAL:
 		return srd_fail(e, 400, err->code == SR_ERR_REQUIREMENTS ? "requirements" : NULL,

@@ -35,6 +35,7 @@ typedef enum sr_error_code {
 	SR_ERR_NONE = 0,
 	SR_ERR_NET_HOST,     /* a host name of policy.network.allow does not resolve */
 	SR_ERR_REQUIREMENTS, /* the request's requirements are refused (EINVAL) */
+	SR_ERR_LANGUAGE, /* the run's language: unknown (EINVAL), or not in the profile (ENOENT) */
 } sr_error_code;
 
 typedef struct sr_error {

@@ -59,16 +59,18 @@ static bool tree_has(const char *rootfs, const char *interpreter)
 int sr_language_check_profile(const char *rootfs, const char *profile, sr_language l, sr_error *err)
 {
 	const sr_language_info *i = sr_language_info_of(l);
-	if (!i)
-		return sr_refuse(err, EINVAL, "language %d is not one of python, javascript, bash",
-				 (int)l);
+	if (!i) {
+		sr_refuse(err, EINVAL, "language %d is not one of python, javascript, bash",
+			  (int)l);
+		return sr_error_mark(err, SR_ERR_LANGUAGE);
+	}
 	if (tree_has(rootfs, i->interpreter))
 		return 0;
-	return sr_refuse(err, ENOENT,
-			 "profile \"%s\" has no %s (no %s in %s); use a profile that has it "
-			 "(node: scripts/build-rootfs node; saferun rootfs list shows each "
-			 "profile's languages)",
-			 profile, i->name, i->interpreter, rootfs ? rootfs : "the host");
+	sr_refuse(err, ENOENT,
+		  "profile \"%s\" has no %s (no %s in %s); use a profile that has it (node: "
+		  "scripts/build-rootfs node; saferun rootfs list shows each profile's languages)",
+		  profile, i->name, i->interpreter, rootfs ? rootfs : "the host");
+	return sr_error_mark(err, SR_ERR_LANGUAGE);
 }
 
 bool sr_profile_has_language(const char *rootfs_dir, const char *profile, sr_language l)

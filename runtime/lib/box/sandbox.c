@@ -108,13 +108,17 @@ int sr_box_check_request(const sr_run_request *req, sr_error *err)
 				 "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
 		return sr_refuse(err, EINVAL, "no policy given");
-	if (!sr_language_info_of(req->language))
-		return sr_refuse(err, EINVAL, "language %d is not one of python, javascript, bash",
-				 (int)req->language);
-	if (req->language != SR_LANG_PYTHON && req->n_requirements)
-		return sr_refuse(err, EINVAL,
-				 "requirements are Python packages: a %s run cannot have them",
-				 sr_language_name(req->language));
+	if (!sr_language_info_of(req->language)) {
+		sr_refuse(err, EINVAL, "language %d is not one of python, javascript, bash",
+			  (int)req->language);
+		return sr_error_mark(err, SR_ERR_LANGUAGE);
+	}
+	if (req->language != SR_LANG_PYTHON && req->n_requirements) {
+		sr_refuse(err, EINVAL,
+			  "requirements are Python packages: a %s run cannot have them",
+			  sr_language_name(req->language));
+		return sr_error_mark(err, SR_ERR_REQUIREMENTS);
+	}
 	if (req->code && sr_check_source_text(req->code, req->code_size, err))
 		return -1;
 	uint64_t total = req->code_size;
