@@ -42,7 +42,9 @@ static const char usage_run[] =
     "  -c CODE           run CODE instead of a SCRIPT (- reads stdin)\n"
     "  --policy P        policy file (or a name in the policies dir)\n"
     "  --preset NAME     tiny, small, medium or large limits\n"
-    "  --profile NAME    rootfs profile: host, minimal, datascience, ...\n"
+    "  --profile NAME    rootfs profile: host, minimal, datascience, node, ...\n"
+    "  --language L      python (default), javascript or bash; else from the\n"
+    "                    SCRIPT's extension (.js, .sh); docs/languages.md\n"
     "  --timeout S       wall-clock limit (20, 1.5, 500ms)\n"
     "  --memory SIZE     memory limit (512M, 1G)\n"
     "  --cpus N          CPU share (0.5 = half a core)\n"
@@ -203,7 +205,7 @@ static int load_policy(const char *arg, sr_policy **p)
 
 struct run_opts {
 	const char *policy, *preset, *profile, *timeout, *memory, *cpus, *pids;
-	const char *stdin_path, *rootfs_dir, *code_arg;
+	const char *stdin_path, *rootfs_dir, *code_arg, *language, *script;
 	const char *reqs_file;
 	char **env, **files, **allow, **reqs;
 	int n_env, n_files, n_allow, n_reqs;
@@ -385,6 +387,26 @@ static int read_requirements(const char *path, char **text, char ***reqs, size_t
 	return 0;
 }
 
+/* --language, else the script's extension, else Python. */
+static int pick_language(const struct run_opts *o, sr_language *out)
+{
+	*out = SR_LANG_PYTHON;
+	if (o->language)
+		return sr_language_parse(o->language, out) < 0
+			   ? usage_error(
+				 "--language: \"%s\" is not one of python, javascript, bash",
+				 o->language)
+			   : 0;
+	const char *dot = o->script ? strrchr(o->script, '.') : NULL;
+	if (dot && strchr(dot, '/') == NULL) {
+		if (strcmp(dot, ".js") == 0 || strcmp(dot, ".cjs") == 0)
+			*out = SR_LANG_JAVASCRIPT;
+		else if (strcmp(dot, ".sh") == 0 || strcmp(dot, ".bash") == 0)
+			*out = SR_LANG_BASH;
+	}
+	return 0;
+}
+
 static int run_code(const struct run_opts *o, const char *code, size_t code_size)
 {
 	char *reqs_text = NULL, **reqs = NULL;
@@ -396,8 +418,11 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	char *in = NULL;
 	size_t in_size = 0;
 	struct shown shown = { 0 };
-	int rc = o->policy ? load_policy(o->policy, &p)
-			   : (sr_policy_default(&p, &err) ? usage_error("%s", err.msg) : 0);
+	sr_language language;
+	int rc = pick_language(o, &language);
+	if (!rc)
+		rc = o->policy ? load_policy(o->policy, &p)
+			       : (sr_policy_default(&p, &err) ? usage_error("%s", err.msg) : 0);
 	if (!rc)
 		rc = apply_overrides(o, p);
 	if (!rc)
@@ -425,7 +450,8 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 				       .requirements = (const char *const *)reqs,
 				       .n_requirements = n_reqs,
 				       .on_output = o->json ? NULL : show_output,
-				       .on_output_arg = &shown };
+				       .on_output_arg = &shown,
+				       .language = language };
 		rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
 			 ? usage_error("%s", err.msg)
 			 : print_result(&res, o->json, &shown);
@@ -470,7 +496,8 @@ static int cmd_run(int argc, char **argv)
 		O_NO_CHECK,
 		O_WARM,
 		O_REQ,
-		O_REQ_FILE
+		O_REQ_FILE,
+		O_LANGUAGE
 	};
 	static const struct option longopts[] = {
 		{ "policy", 1, 0, O_POLICY },
@@ -490,6 +517,7 @@ static int cmd_run(int argc, char **argv)
 		{ "warm", 0, 0, O_WARM },
 		{ "requirement", 1, 0, O_REQ },
 		{ "requirements-file", 1, 0, O_REQ_FILE },
+		{ "language", 1, 0, O_LANGUAGE },
 		{ "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -520,6 +548,7 @@ static int cmd_run(int argc, char **argv)
 		case 'r':
 		case O_REQ: o.reqs[o.n_reqs++] = optarg; break;
 		case O_REQ_FILE: o.reqs_file = optarg; break;
+		case O_LANGUAGE: o.language = optarg; break;
 		case 'c': o.code_arg = optarg; break;
 		case 'h':
 			print_usage(stdout, "run");
@@ -532,6 +561,7 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	const char *script = optind < argc ? argv[optind] : NULL;
+	o.script = script;
 	if (rc == -1) { /* --help */
 		free_run_opts(&o);
 		return 0;

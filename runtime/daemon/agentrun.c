@@ -181,22 +181,22 @@ char *srd_arp_output(const sr_result *r)
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
 {
-	return srd_arp_execute_output(ctx, ss, code, allow, n_allow, peer, NULL, NULL, e);
+	srd_run_opts o = { .code = code, .allow = allow, .n_allow = n_allow };
+	return srd_arp_execute_opts(ctx, ss, &o, peer, e);
 }
 
-cJSON *srd_arp_execute_output(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
-			      size_t n_allow, const srd_peer *peer,
-			      void (*on_output)(void *arg, int stream, const char *data,
-						size_t len),
-			      void *on_output_arg, srd_ferr *e)
+cJSON *srd_arp_execute_opts(srd_ctx *ctx, srd_session *ss, const srd_run_opts *in,
+			    const srd_peer *peer, srd_ferr *e)
 {
-	srd_run_opts o = { .code = code,
-			   .code_len = strlen(code),
-			   .allow = allow,
-			   .n_allow = n_allow,
+	srd_run_opts o = { .code = in->code,
+			   .code_len = strlen(in->code),
+			   .allow = in->allow,
+			   .n_allow = in->n_allow,
 			   .allow_field = "ignore_unsafe_functions",
-			   .on_output = on_output,
-			   .on_output_arg = on_output_arg };
+			   .language = in->language,
+			   .have_language = in->have_language,
+			   .on_output = in->on_output,
+			   .on_output_arg = in->on_output_arg };
 	sr_result r;
 	if (srd_session_run(ctx, ss, &o, peer, &r, e))
 		return NULL;
@@ -211,8 +211,10 @@ cJSON *srd_arp_execute_output(srd_ctx *ctx, srd_session *ss, const char *code, c
 
 void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
+	/* "language" is saferun's own key (docs/languages.md): the session's,
+	 * or for a stateless session this run's. */
 	static const char *const keys[] = { "python_code", "ignore_dependencies",
-					    "ignore_unsafe_functions", NULL };
+					    "ignore_unsafe_functions", "language", NULL };
 	srd_ferr e = { 0 };
 	const char **deps = NULL;
 	size_t n_deps;
@@ -221,12 +223,20 @@ void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *
 	cJSON *doc = ss ? parse_object(req, res) : NULL;
 	if (!doc)
 		goto out;
+	const char *language = NULL;
 	if (srd_json_check_keys(doc, keys, "", &e) ||
-	    srd_json_string(doc, "python_code", true, &o.code, &e)) {
+	    srd_json_string(doc, "python_code", true, &o.code, &e) ||
+	    srd_json_string(doc, "language", false, &language, &e) ||
+	    (language && sr_language_parse(language, &o.language) < 0 &&
+	     srd_fail(&e, 422, "language",
+		      "\"language\" must be \"python\", \"javascript\" or \"bash\", not "
+		      "\"%.40s\"",
+		      language))) {
 		e.status = 422;
 		srd_respond_error(res, &e);
 		goto out;
 	}
+	o.have_language = language != NULL;
 	/* Dependencies are the rootfs profile's here: nothing to ignore. */
 	if (string_list(doc, "ignore_dependencies", &deps, &n_deps, res) ||
 	    string_list(doc, "ignore_unsafe_functions", &o.allow, &o.n_allow, res))
@@ -234,8 +244,9 @@ void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *
 	/* Streamed when Accept asks (NDJSON or SSE, run_stream.h): the output
 	 * as it comes, then {"type": "result", "success", "output"}. */
 	srd_run_streamer st = { .res = res, .fmt = srd_stream_wanted(req, false) };
-	cJSON *j = srd_arp_execute_output(ctx, ss, o.code, o.allow, o.n_allow, req->peer,
-					  st.fmt ? srd_run_streamer_output : NULL, &st, &e);
+	o.on_output = st.fmt ? srd_run_streamer_output : NULL;
+	o.on_output_arg = &st;
+	cJSON *j = srd_arp_execute_opts(ctx, ss, &o, req->peer, &e);
 	if (j && st.fmt)
 		srd_run_streamer_result(&st, j);
 	else if (j)

@@ -30,6 +30,49 @@ static const char run_python_doc[] =
     "strings, reflection on dunder attributes, paths under /proc, /sys, /etc, /dev); "
     "the result says which line and why. Print what you want to see.";
 
+/* JavaScript and shell are tools of their own, not a `language` argument
+ * of run_python: a model reads each tool's description and schema, and
+ * theirs differ (no checker, no allow list, no requirements); an operator
+ * or a client can offer one and leave out the others (docs/mcp.md). */
+static const char run_javascript_doc[] =
+    "Run JavaScript (Node.js) code in a fresh, isolated sandbox and get its output: the "
+    "code runs as `node main.js` in /work (CommonJS: require('fs'), console.log). Each call "
+    "starts from nothing. No network, a read-only system, a writable working dir (/work), "
+    "limits on wall time (20 s by default), memory, processes and output; uncaught errors "
+    "print Node's stack trace and exit 1. No npm packages beyond Node's own modules. "
+    "Print what you want to see.";
+
+static const char run_shell_doc[] =
+    "Run a bash script in a fresh, isolated sandbox and get its output: the code runs as "
+    "`bash main.sh` in /work with the system's basic commands (coreutils, grep, sed; "
+    "python3 too). Each call starts from nothing. No network, a read-only system, a "
+    "writable working dir (/work), limits on wall time (20 s by default), memory, "
+    "processes and output. The exit code is the script's.";
+
+/* The one-shot run arguments JavaScript and shell share. */
+#define RUN_OTHER_SCHEMA(what)                                                                 \
+	"{\"type\": \"object\", \"properties\": {"                                             \
+	"\"code\": {\"type\": \"string\", \"description\": \"The " what " to run.\"},"         \
+	"\"timeout\": {\"type\": [\"number\", \"string\"], \"description\": \"Wall-clock "     \
+	"limit in seconds (or \\\"500ms\\\"); at most the policy's.\"},"                       \
+	"\"memory\": {\"type\": [\"string\", \"integer\"], \"description\": \"Memory limit, "  \
+	"\\\"256M\\\" or bytes; at most the policy's.\"},"                                     \
+	"\"cpus\": {\"type\": \"number\", \"description\": \"CPU share; at most the "          \
+	"policy's.\"},"                                                                        \
+	"\"env\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, "   \
+	"\"description\": \"Environment variables for the code.\"},"                           \
+	"\"files\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, " \
+	"\"description\": \"Text files written into /work before the code runs "               \
+	"(relative names).\"},"                                                                \
+	"\"stdin\": {\"type\": \"string\", \"description\": \"What the code reads on "         \
+	"standard input.\"},"                                                                  \
+	"\"policy\": {\"type\": \"string\", \"description\": \"A policy name the operator "    \
+	"defined (its profile must have the language); default: the server's.\"}"              \
+	"}, \"required\": [\"code\"], \"additionalProperties\": false}"
+
+static const char run_javascript_schema[] = RUN_OTHER_SCHEMA("JavaScript source (main.js)");
+static const char run_shell_schema[] = RUN_OTHER_SCHEMA("bash script (main.sh)");
+
 static const char run_python_schema[] =
     "{\"type\": \"object\", \"properties\": {"
     "\"code\": {\"type\": \"string\", \"description\": \"The Python source to run as a "
@@ -233,7 +276,7 @@ static void add_images(cJSON *res, cJSON *full)
 	}
 }
 
-static cJSON *run_python(const tool_call *c, srd_ferr *e)
+static cJSON *run_in(const tool_call *c, sr_language language, srd_ferr *e)
 {
 	srd_run_opts o = { 0 };
 	sr_result r;
@@ -241,6 +284,8 @@ static cJSON *run_python(const tool_call *c, srd_ferr *e)
 		srd_run_opts_free(&o);
 		return NULL;
 	}
+	o.language = language;
+	o.have_language = true;
 	cJSON *res;
 	srd_ferr why = { 0 };
 	o.on_output = c->on_output;
@@ -259,6 +304,21 @@ static cJSON *run_python(const tool_call *c, srd_ferr *e)
 	}
 	srd_run_opts_free(&o);
 	return res;
+}
+
+static cJSON *run_python(const tool_call *c, srd_ferr *e)
+{
+	return run_in(c, SR_LANG_PYTHON, e);
+}
+
+static cJSON *run_javascript(const tool_call *c, srd_ferr *e)
+{
+	return run_in(c, SR_LANG_JAVASCRIPT, e);
+}
+
+static cJSON *run_shell(const tool_call *c, srd_ferr *e)
+{
+	return run_in(c, SR_LANG_BASH, e);
 }
 
 static const char **string_list(const cJSON *v, size_t *n);
@@ -518,6 +578,9 @@ static cJSON *list_src(const tool_call *c, srd_ferr *e)
 static const tool tools[] = {
 	{ "run_python", "Run Python", run_python_doc, run_python_schema, run_python },
 	{ "check_python", "Check Python", check_python_doc, check_python_schema, check_python },
+	{ "run_javascript", "Run JavaScript", run_javascript_doc, run_javascript_schema,
+	  run_javascript },
+	{ "run_shell", "Run a shell script", run_shell_doc, run_shell_schema, run_shell },
 	{ "create_session", "Create a session",
 	  "Create a session: a sandbox identity whose working dir keeps its files between "
 	  "runs. Upload inputs with upload_file (they land in src/), run code with "

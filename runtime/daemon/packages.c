@@ -414,8 +414,14 @@ cJSON *srd_packages_json(srd_ctx *ctx, bool names_only, srd_ferr *e)
 		return NULL;
 	}
 	cJSON *j = cJSON_CreateObject();
-	if (!names_only)
+	if (!names_only) {
 		cJSON_AddStringToObject(j, "profile", p->profile);
+		cJSON *langs = cJSON_AddArrayToObject(j, "languages");
+		for (sr_language l = SR_LANG_PYTHON; l <= SR_LANG_BASH; l++)
+			if (sr_profile_has_language(ctx->cfg->rootfs_dir, p->profile, l))
+				cJSON_AddItemToArray(langs,
+						     cJSON_CreateString(sr_language_name(l)));
+	}
 	cJSON *arr = cJSON_AddArrayToObject(j, "packages");
 	for (size_t i = 0; i < n; i++) {
 		cJSON *item = cJSON_CreateString(list[i].name);

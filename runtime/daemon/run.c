@@ -63,6 +63,8 @@ void srd_run_leave_gate(srd_ctx *ctx, const srd_peer *peer)
 /* The library refused before anything ran: bad input, or a host problem. */
 int srd_run_refused(const sr_error *err, srd_ferr *e)
 {
+	if (err->code == SR_ERR_LANGUAGE)
+		return srd_fail(e, 400, "language", "%s", err->msg);
 	switch (err->errnum) {
 	case EINVAL:
 		return srd_fail(e, 400, err->code == SR_ERR_REQUIREMENTS ? "requirements" : NULL,
@@ -74,6 +76,17 @@ int srd_run_refused(const sr_error *err, srd_ferr *e)
 		return srd_fail(e, 503, NULL, "%s", err->msg);
 	default: return srd_fail(e, 500, NULL, "the sandbox could not be set up: %s", err->msg);
 	}
+}
+
+int srd_run_check_language(const srd_ctx *ctx, const sr_policy *p, const char *policy_name,
+			   sr_language l, srd_ferr *e)
+{
+	if (sr_profile_has_language(ctx->cfg->rootfs_dir, p->profile, l))
+		return 0;
+	return srd_fail(e, 400, "language",
+			"\"language\": profile \"%s\" (policy \"%s\") has no %s; use a policy "
+			"whose profile has it (GET /v1/packages lists each profile's languages)",
+			p->profile, policy_name, sr_language_name(l));
 }
 
 /* Sandboxes inherit the calling thread's signal mask across exec; the
@@ -146,7 +159,8 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
 	    srd_tenant_check_allow(peer->tenant, p, o->allow_field ? o->allow_field : "allow",
 				   o->allow, o->n_allow, e) ||
-	    srd_run_opts_apply(o, p, name, e)) {
+	    srd_run_opts_apply(o, p, name, e) ||
+	    srd_run_check_language(ctx, p, name, o->language, e)) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
 		sr_policy_free(p);
 		return -1;
@@ -166,6 +180,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.n_requirements = o->n_requirements,
 		.on_output = o->on_output,
 		.on_output_arg = o->on_output_arg,
+		.language = o->language,
 	};
 	uint64_t t0 = srd_now_ms();
 	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK) {

@@ -28,6 +28,9 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 void srd_run_leave_gate(srd_ctx *ctx, const srd_peer *peer);
 /* The library refused before anything ran: err as a 4xx/5xx. */
 int srd_run_refused(const sr_error *err, srd_ferr *e);
+/* 400 naming "language" when p's profile has no interpreter for l. */
+int srd_run_check_language(const srd_ctx *ctx, const sr_policy *p, const char *policy_name,
+			   sr_language l, srd_ferr *e);
 /* Metrics and the run's log line (session: its id, or NULL). */
 void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
 		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len);

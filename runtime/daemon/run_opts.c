@@ -8,18 +8,18 @@
 #define MIB (1024.0 * 1024.0)
 
 static const char *const run_keys[] = {
-	"code",  "policy", "timeout", "memory",       "cpus",   "env",
-	"files", "stdin",  "allow",   "requirements", "stream", NULL,
+	"code",  "policy", "timeout", "memory",       "cpus",     "env", "files",
+	"stdin", "allow",  "stream",  "requirements", "language", NULL,
 };
 /* A session fixes its policy, memory, CPUs and environment when it is
  * created (its sandbox identity); each of its runs brings code, stdin, an
  * allow list, files and at most a lower timeout. */
 static const char *const session_keys[] = {
-	"policy", "timeout", "memory",   "cpus",         "env",
-	"files",  "allow",   "stateful", "requirements", NULL,
+	"policy", "timeout",  "memory",       "cpus",     "env", "files",
+	"allow",  "stateful", "requirements", "language", NULL,
 };
 static const char *const session_run_keys[] = {
-	"code", "timeout", "stdin", "allow", "files", "stream", NULL,
+	"code", "timeout", "stdin", "allow", "files", "stream", "language", NULL,
 };
 
 /* timeout: seconds as a number, or a duration string ("500ms", "2m"). */
@@ -227,6 +227,21 @@ static int parse_requirements(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 	return 0;
 }
 
+/* language: "python" (default), "javascript" ("js", "node") or "bash"
+ * ("sh", "shell"); docs/languages.md. */
+static int parse_language(const cJSON *v, srd_run_opts *o, srd_ferr *e)
+{
+	if (!cJSON_IsString(v) || sr_language_parse(v->valuestring, &o->language) < 0)
+		return srd_fail(e, 400, "language",
+				"\"language\" must be \"python\", \"javascript\" or \"bash\", "
+				"not %s%s%s",
+				cJSON_IsString(v) ? "\"" : "",
+				cJSON_IsString(v) ? v->valuestring : srd_json_kind(v),
+				cJSON_IsString(v) ? "\"" : "");
+	o->have_language = true;
+	return 0;
+}
+
 static int parse_stateful(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 {
 	if (!cJSON_IsBool(v))
@@ -274,7 +289,7 @@ int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o,
 		{ "cpus", parse_cpus },         { "env", parse_env },
 		{ "files", parse_files },       { "allow", parse_allow },
 		{ "stateful", parse_stateful }, { "requirements", parse_requirements },
-		{ "stream", parse_stream },
+		{ "stream", parse_stream },     { "language", parse_language },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		const cJSON *v = srd_json_get(obj, fields[i].key);

@@ -40,6 +40,8 @@ typedef struct srd_run_opts {
 	/* Not from JSON: the handler's sr_run_request.on_output, if it streams. */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *on_output_arg;
+	sr_language language; /* python unless have_language */
+	bool have_language;
 } srd_run_opts;
 
 typedef enum srd_opts_kind {
@@ -49,7 +51,7 @@ typedef enum srd_opts_kind {
 } srd_opts_kind;
 
 /* {code, policy?, timeout?, memory?, cpus?, env?, files?, stdin?, allow?,
- * requirements?} */
+ * requirements?, language?} */
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e);
 /* The same for the session bodies: each kind takes its own keys. */
 int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o, srd_ferr *e);

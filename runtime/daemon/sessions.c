@@ -19,6 +19,7 @@ struct srd_session {
 	sr_deps_layer *layer; /* its requirements, installed at creation */
 	sr_result deps;       /* what they were: deps only */
 	bool stateful;
+	sr_language language; /* a stateful session's, for all its runs */
 	/* Taken by a run for its whole length: one interpreter, one run. */
 	pthread_mutex_t run_lock;
 	/* The kernel of the run in progress (and, stateful, between runs).
@@ -458,6 +459,17 @@ static int take_place(srd_sessions *s, const srd_tenant *t, srd_ferr *e)
 	return 0;
 }
 
+/* A session's runs go through a kernel: Python's runner or runner.js. */
+static int session_language(const srd_ctx *ctx, const sr_policy *p, const char *name, sr_language l,
+			    srd_ferr *e)
+{
+	if (l == SR_LANG_BASH)
+		return srd_fail(e, 400, "language",
+				"\"language\": a session runs python or javascript; run bash "
+				"one-shot (POST /v1/run)");
+	return srd_run_check_language(ctx, p, name, l, e);
+}
+
 int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, srd_session **out,
 		       srd_ferr *e)
 {
@@ -467,7 +479,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 		return -1;
 	if (srd_tenant_check_policy(peer->tenant, name, e) ||
 	    srd_policies_get(ctx->policies, name, "policy", &p, e) ||
-	    srd_run_opts_apply(o, p, name, e)) {
+	    srd_run_opts_apply(o, p, name, e) || session_language(ctx, p, name, o->language, e)) {
 		sr_policy_free(p);
 		return -1;
 	}
@@ -486,6 +498,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	pthread_mutex_lock(&s->lock);
 	if (ss) {
 		ss->stateful = o->stateful;
+		ss->language = o->language;
 		ss->tenant = peer->tenant;
 		ss->max_age_ms = s->cfg->session_max_age_ms < peer->tenant->session_max_age_ms
 				     ? s->cfg->session_max_age_ms
@@ -508,6 +521,7 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
 	cJSON_AddStringToObject(line, "policy", name);
 	cJSON_AddBoolToObject(line, "stateful", ss->stateful);
+	cJSON_AddStringToObject(line, "language", sr_language_name(ss->language));
 	srd_log_json("session", line);
 	*out = ss;
 	return 0;
@@ -515,14 +529,15 @@ int srd_session_create(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer
 
 /* A live kernel for this run: the stateful one (restarted if it died),
  * or a fresh one that ends with the run. */
-static int ensure_kernel(srd_ctx *ctx, srd_session *ss, sr_error *err)
+static int ensure_kernel(srd_ctx *ctx, srd_session *ss, sr_language language, sr_error *err)
 {
 	if (ss->kernel && sr_kernel_alive(ss->kernel))
 		return 0;
 	sr_kernel_options ko = { .policy = ss->policy,
 				 .rootfs_dir = ctx->cfg->rootfs_dir,
 				 .workspace = ss->ws,
-				 .deps_layer = sr_deps_layer_path(ss->layer) };
+				 .deps_layer = sr_deps_layer_path(ss->layer),
+				 .language = language };
 	sr_kernel *k = NULL;
 	sigset_t old;
 	srd_unmask_signals(&old);
@@ -554,7 +569,7 @@ static int run_in_kernel(srd_ctx *ctx, srd_session *ss, const sr_run_request *re
 {
 	int rc = -1;
 	for (int attempt = 0; attempt < 2 && rc < 0; attempt++) {
-		if (ensure_kernel(ctx, ss, err))
+		if (ensure_kernel(ctx, ss, req->language, err))
 			return -1;
 		rc = sr_kernel_run(ss->kernel, req, res, err);
 		/* ESRCH: it had died between runs (say, an OOM kill of a
@@ -599,6 +614,18 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 	}
 	if (o->have_timeout)
 		lowered.limits.wall_ms = o->timeout_ms;
+	/* A stateful session's runs are in its language; a stateless one's
+	 * kernel lives for one run, in the run's language. */
+	sr_language language = o->have_language ? o->language : ss->language;
+	if (ss->stateful && language != ss->language) {
+		srd_fail(e, 400, "language",
+			 "\"language\": session %s runs %s, not %s (start a session in that "
+			 "language)",
+			 ss->id, sr_language_name(ss->language), sr_language_name(language));
+		goto out;
+	}
+	if (!ss->stateful && session_language(ctx, ss->policy, ss->policy_name, language, e))
+		goto out;
 	if (srd_tenant_check_allow(ss->tenant, ss->policy,
 				   o->allow_field ? o->allow_field : "allow", o->allow, o->n_allow,
 				   e) ||
@@ -612,7 +639,8 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 			       .allow = o->allow,
 			       .n_allow = o->n_allow,
 			       .on_output = o->on_output,
-			       .on_output_arg = o->on_output_arg };
+			       .on_output_arg = o->on_output_arg,
+			       .language = language };
 	sr_error err = { 0 };
 	rc = run_in_kernel(ctx, ss, &req, res, &err);
 	if (rc < 0) {
@@ -637,6 +665,7 @@ cJSON *srd_session_json(srd_session *ss)
 	cJSON_AddStringToObject(j, "session_id", ss->id);
 	cJSON_AddStringToObject(j, "policy", ss->policy_name);
 	cJSON_AddBoolToObject(j, "stateful", ss->stateful);
+	cJSON_AddStringToObject(j, "language", sr_language_name(ss->language));
 	cJSON_AddNumberToObject(j, "created_s", (double)(now - ss->created_ms) / 1000.0);
 	cJSON_AddNumberToObject(j, "idle_s", (double)(now - ss->used_ms) / 1000.0);
 	cJSON_AddNumberToObject(j, "runs", ss->runs);

@@ -35,6 +35,7 @@ typedef enum sr_error_code {
 	SR_ERR_NONE = 0,
 	SR_ERR_NET_HOST,     /* a host name of policy.network.allow does not resolve */
 	SR_ERR_REQUIREMENTS, /* the request's requirements are refused (EINVAL) */
+	SR_ERR_LANGUAGE, /* the run's language: unknown (EINVAL), or not in the profile (ENOENT) */
 } sr_error_code;
 
 typedef struct sr_error {
@@ -233,9 +234,27 @@ typedef struct sr_file {
 	size_t size;
 } sr_file;
 
+/* The language of a run's code (docs/languages.md). The checker and the
+ * runner's guard are Python's: other languages are bounded by the kernel
+ * layers alone (namespaces, cgroup, seccomp, read-only rootfs). */
+typedef enum sr_language {
+	SR_LANG_PYTHON = 0, /* python3 main.py, through the runner */
+	SR_LANG_JAVASCRIPT, /* node main.js */
+	SR_LANG_BASH,       /* bash main.sh */
+} sr_language;
+
+/* "python", "javascript", "bash". */
+SR_PUBLIC const char *sr_language_name(sr_language l);
+/* A language by name: the names above, or "py", "js", "node", "sh",
+ * "shell". -1 for anything else. */
+SR_PUBLIC int sr_language_parse(const char *name, sr_language *out);
+/* Does the profile (in rootfs_dir, NULL: SR_DEFAULT_ROOTFS_DIR; "host":
+ * the host's /usr) carry the language's interpreter? */
+SR_PUBLIC bool sr_profile_has_language(const char *rootfs_dir, const char *profile, sr_language l);
+
 typedef struct sr_run_request {
 	const sr_policy *policy;
-	const char *code; /* the Python source, UTF-8 */
+	const char *code; /* the source, UTF-8, in the request's language */
 	size_t code_size;
 	const sr_file *files; /* extra files for the working dir */
 	size_t n_files;
@@ -258,6 +277,9 @@ typedef struct sr_run_request {
 	 * that call returns; NULL: none. The result still holds the whole output. */
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *on_output_arg;
+	/* The code's language (0: Python). A profile without its
+	 * interpreter refuses the run (ENOENT, naming both). */
+	sr_language language;
 } sr_run_request;
 
 #define SR_DEPS_CACHE_DIR   "/var/cache/saferun/deps"
@@ -510,6 +532,9 @@ typedef struct sr_kernel_options {
 	const char *rootfs_dir;        /* NULL: SR_DEFAULT_ROOTFS_DIR */
 	const sr_workspace *workspace; /* bound as the working dir; NULL: a fresh tmpfs */
 	const char *deps_layer;        /* sr_deps_layer_path of the session's layer, or NULL */
+	/* Python (0) or JavaScript (a node runner: variables persist the
+	 * same way); every run of the kernel is in this language. */
+	sr_language language;
 } sr_kernel_options;
 
 SR_PUBLIC int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);

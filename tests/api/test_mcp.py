@@ -38,6 +38,10 @@ TOOLS = {
     "run_python": ({"code", "timeout", "files", "env", "allow", "stdin", "policy", "memory",
                     "cpus", "requirements"}, {"code"}),
     "check_python": ({"code", "allow", "policy"}, {"code"}),
+    "run_javascript": ({"code", "timeout", "files", "env", "stdin", "policy", "memory", "cpus"},
+                       {"code"}),
+    "run_shell": ({"code", "timeout", "files", "env", "stdin", "policy", "memory", "cpus"},
+                  {"code"}),
     "create_session": (set(), set()),
     "execute_code": ({"session_id", "code", "ignore_dependencies", "ignore_unsafe_functions"},
                      {"session_id", "code"}),
@@ -763,6 +767,21 @@ def test_run_python_returns_the_v1_run_result(mcp):
     text = res["content"][0]["text"]
     assert "42" in text and re.search(r"\bok\b", text.lower()), text
     assert [l["status"] for l in mcp.daemon.lines("run")] == ["ok", "ok"]
+
+
+def test_run_javascript_and_run_shell_run_their_language(mcp):
+    res = mcp.tool("run_javascript", {"code": "console.log(6 * 7); throw new Error('late')"})
+    out = res["structuredContent"]
+    assert out["status"] == "error" and out["exit_code"] == 1 and out["stdout"] == "42\n"
+    assert "Error: late" in out["stderr"] and "main.js:1" in out["stderr"]
+    assert res["isError"] is True and "42" in res["content"][0]["text"]
+    res = mcp.tool("run_shell", {"code": "read x; echo \"$x $0\"; exit 4", "stdin": "in\n"})
+    out = res["structuredContent"]
+    assert out["stdout"] == "in main.sh\n" and out["exit_code"] == 4
+    # the checker's arguments are Python's: not in these tools' schemas
+    err = mcp.error("tools/call", {"name": "run_shell", "arguments": {"code": "true",
+                                                                     "allow": ["eval"]}})
+    assert err["code"] == -32602 and "run_shell has no argument" in err["message"], err
 
 
 def test_run_python_an_exception_is_iserror_with_the_traceback(mcp):

@@ -25,7 +25,7 @@ MCP_DIR = os.path.join(SOURCE_DIR, "tests", "mcp")
 SAFERUN = os.environ.get("SAFERUN") or os.path.join(os.path.dirname(SAFERUND), "saferun")
 CONFORMANCE = os.path.join(MCP_DIR, "node_modules", ".bin", "conformance")
 TOKEN = "mcp-clients-token-" + "7" * 24
-TOOLS = {"run_python", "check_python", "create_session", "execute_code", "upload_file",
+TOOLS = {"run_python", "check_python", "run_javascript", "run_shell", "create_session", "execute_code", "upload_file",
          "download_file", "list_sessions", "get_session_info", "close_session", "get_packages",
          "get_health", "list_artifacts", "list_src"}
 BOOTSTRAP = "run `sudo scripts/bootstrap --test` (it installs node and runs npm ci in tests/mcp)"

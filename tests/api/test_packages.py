@@ -45,7 +45,7 @@ def packages(daemon):
 
 def test_host_profile_lists_what_host_python_imports(daemon):
     body = packages(daemon)
-    assert set(body) == {"profile", "packages", "count"}
+    assert set(body) == {"profile", "languages", "packages", "count"}
     assert body["profile"] == "host"
     got = [[p["name"], p["version"]] for p in body["packages"]]
     assert got == oracle("host")

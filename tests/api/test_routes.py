@@ -167,7 +167,8 @@ def test_openapi_documents_every_route(daemon):
     props = run["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     schema = doc["components"]["schemas"][props.rsplit("/", 1)[1]]
     assert set(schema["properties"]) == {"code", "policy", "timeout", "memory", "cpus", "env",
-                                         "files", "stdin", "allow", "requirements", "stream"}
+                                         "files", "stdin", "allow", "requirements", "stream",
+                                         "language"}
 
 
 def curl_examples(markdown):

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import HOST_POLICY, own_sandbox_processes, tree, wait_for
 
-SESSION_KEYS = {"session_id", "policy", "stateful", "created_s", "idle_s", "runs", "workdir",
+SESSION_KEYS = {"session_id", "policy", "stateful", "language", "created_s", "idle_s", "runs", "workdir",
                 "disk", "limits", "run_url", "files_url"}
 
 

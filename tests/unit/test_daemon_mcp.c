@@ -163,11 +163,11 @@ static void test_arguments_are_checked_against_the_schema(void)
 static void test_tools_list_has_complete_schemas(void)
 {
 	cJSON *list = srd_mcp_tools_list(), *t;
-	static const char *const names[] = { "run_python",    "check_python",     "create_session",
-					     "execute_code",  "upload_file",      "download_file",
-					     "list_sessions", "get_session_info", "close_session",
-					     "get_packages",  "get_health",       "list_artifacts",
-					     "list_src" };
+	static const char *const names[] = { "run_python",       "check_python",   "run_javascript",
+					     "run_shell",        "create_session", "execute_code",
+					     "upload_file",      "download_file",  "list_sessions",
+					     "get_session_info", "close_session",  "get_packages",
+					     "get_health",       "list_artifacts", "list_src" };
 	CHECK_INT(cJSON_GetArraySize(list), sizeof names / sizeof *names);
 	size_t i = 0;
 	cJSON_ArrayForEach(t, list)

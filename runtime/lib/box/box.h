@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "egress.h"
 #include "idslot.h"
+#include "language.h"
 #include "mounts.h"
 #include "net.h"
 #include "runner_cache.h"

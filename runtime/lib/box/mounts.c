@@ -82,16 +82,21 @@ int sr_mounts_check_name(const char *name, sr_error *err)
 	return 0;
 }
 
-int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err)
+int sr_mounts_check_files_for(const sr_file *files, size_t n, const char *code_name, sr_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (sr_mounts_check_name(files[i].name, err))
 			return -1;
-		if (strcmp(files[i].name, "main.py") == 0)
+		if (strcmp(files[i].name, code_name) == 0)
 			return sr_refuse(err, EEXIST,
-					 "file name \"main.py\" is taken by the code itself");
+					 "file name \"%s\" is taken by the code itself", code_name);
 	}
 	return 0;
+}
+
+int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err)
+{
+	return sr_mounts_check_files_for(files, n, "main.py", err);
 }
 
 int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, sr_error *err)
@@ -323,7 +328,8 @@ static int plan_files(sr_mount_plan *p, const sr_fs_spec *s, size_t work_index)
 	sr_mount_op *op;
 	if (!s->code)
 		return 0; /* a kernel: code comes over its control socket */
-	if (!(op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/main.py", work_index)))
+	if (!(op = add(p, OP_WRITE, OPF_OWN, NULL, RW "/%zu/%s", work_index,
+		       s->code_name ? s->code_name : "main.py")))
 		return -1;
 	op->data = s->code;
 	op->len = s->code_size;
@@ -411,7 +417,8 @@ static int check_spec(const sr_fs_spec *s, size_t *work_index, sr_error *err)
 		return sr_refuse(
 		    err, EINVAL,
 		    "files cannot be given to a kernel (write them into its workspace)");
-	return sr_mounts_check_files(s->files, s->n_files, err);
+	return sr_mounts_check_files_for(s->files, s->n_files,
+					 s->code_name ? s->code_name : "main.py", err);
 }
 
 int sr_mounts_plan(const sr_fs_spec *s, sr_mount_plan *p, sr_error *err)

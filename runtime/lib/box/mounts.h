@@ -32,7 +32,8 @@ typedef struct sr_fs_spec {
 	uint64_t tmpfs_bytes;
 	uid_t uid; /* run-as user inside the sandbox */
 	gid_t gid;
-	const char *code; /* written to WORKDIR/main.py; NULL: none (a kernel) */
+	const char *code;      /* written to WORKDIR/code_name; NULL: none (a kernel) */
+	const char *code_name; /* NULL: "main.py" */
 	size_t code_size;
 	const sr_file *files;
 	size_t n_files;
@@ -53,6 +54,8 @@ int sr_mounts_find_profile(const char *dir, const char *profile, char **rootfs, 
 int sr_mounts_check_name(const char *name, sr_error *err);
 /* Every name checked, and none is main.py (the code's). */
 int sr_mounts_check_files(const sr_file *files, size_t n, sr_error *err);
+/* The same for code written to code_name (main.js, main.sh). */
+int sr_mounts_check_files_for(const sr_file *files, size_t n, const char *code_name, sr_error *err);
 int sr_mounts_plan(const sr_fs_spec *spec, sr_mount_plan *plan, sr_error *err);
 void sr_mounts_plan_free(sr_mount_plan *plan);
 

@@ -36,6 +36,7 @@
 #include "checker/checker.h"
 #include "child/child.h"
 #include "egress.h"
+#include "language.h"
 #include "mounts.h"
 #include "net.h"
 #include "policy/policy.h"
@@ -46,6 +47,7 @@
 
 extern const unsigned char sr_embedded_runner[];
 extern const size_t sr_embedded_runner_len;
+extern const unsigned char sr_embedded_runner_js[];
 
 /* The runner's status when its audit hook blocked an event (rootfs/runner.py). */
 #define SR_EXIT_BLOCKED   121
@@ -106,6 +108,17 @@ int sr_box_check_request(const sr_run_request *req, sr_error *err)
 				 "(run it with sudo, or use the saferund daemon)");
 	if (!req->policy)
 		return sr_refuse(err, EINVAL, "no policy given");
+	if (!sr_language_info_of(req->language)) {
+		sr_refuse(err, EINVAL, "language %d is not one of python, javascript, bash",
+			  (int)req->language);
+		return sr_error_mark(err, SR_ERR_LANGUAGE);
+	}
+	if (req->language != SR_LANG_PYTHON && req->n_requirements) {
+		sr_refuse(err, EINVAL,
+			  "requirements are Python packages: a %s run cannot have them",
+			  sr_language_name(req->language));
+		return sr_error_mark(err, SR_ERR_REQUIREMENTS);
+	}
 	if (req->code && sr_check_source_text(req->code, req->code_size, err))
 		return -1;
 	uint64_t total = req->code_size;
@@ -217,13 +230,37 @@ static void open_runner(sr_box *r)
 	r->runner_fd = sr_runner_cache_open(r->rootfs, &miss);
 }
 
+/* JavaScript and bash run their file as is (`node main.js`, `bash
+ * main.sh`): their own error reports and exit codes; a JavaScript kernel
+ * runs rootfs/runner.js instead, which keeps one context across runs. */
+static int language_argv(sr_box *r, const sr_language_info *lang, sr_error *err)
+{
+	char *base = strrchr(lang->interpreter, '/') + 1;
+	if (!r->kernel) {
+		char *argv[] = { base, (char *)lang->code_file, NULL };
+		memcpy(r->argv, argv, sizeof argv);
+		return 0;
+	}
+	if (r->req->language != SR_LANG_JAVASCRIPT)
+		return sr_refuse(err, EINVAL,
+				 "a session (kernel) runs python or javascript, not %s (run "
+				 "%s code one-shot, or from python/javascript)",
+				 lang->name, lang->name);
+	char *argv[] = { base, "-e", (char *)sr_embedded_runner_js, "saferun-kernel", NULL };
+	memcpy(r->argv, argv, sizeof argv);
+	return 0;
+}
+
 static int prepare(sr_box *r, sr_error *err)
 {
 	const sr_policy *p = r->p;
 	const char *dir = r->req->rootfs_dir ? r->req->rootfs_dir : SR_DEFAULT_ROOTFS_DIR;
-	if (sr_mounts_find_profile(dir, p->profile, &r->rootfs, err))
+	const sr_language_info *lang = sr_language_info_of(r->req->language);
+	if (sr_mounts_find_profile(dir, p->profile, &r->rootfs, err) ||
+	    sr_language_check_profile(r->rootfs, p->profile, r->req->language, err))
 		return -1;
-	open_runner(r);
+	if (r->req->language == SR_LANG_PYTHON)
+		open_runner(r);
 	sr_fs_spec spec = {
 		.rootfs = r->rootfs,
 		.workdir = p->workdir,
@@ -234,6 +271,7 @@ static int prepare(sr_box *r, sr_error *err)
 		.gid = SR_SANDBOX_GID,
 		.workdir_host = r->workdir_host,
 		.code = r->kernel ? NULL : r->req->code,
+		.code_name = lang->code_file,
 		.code_size = r->req->code_size,
 		.files = r->req->files,
 		.n_files = r->req->n_files,
@@ -249,6 +287,8 @@ static int prepare(sr_box *r, sr_error *err)
 	if (!r->envp)
 		return sr_fail(err, ENOMEM, "environment");
 	memcpy(r->envp, p->env, p->n_env * sizeof *r->envp);
+	if (r->req->language != SR_LANG_PYTHON)
+		return language_argv(r, lang, err);
 	if (!r->req->no_check && p->checker.enabled && !(r->guard = sr_box_runner_guard(r->req)))
 		return sr_fail(err, ENOMEM, "the runner's settings");
 	char *argv[] = { "python3",
@@ -380,6 +420,7 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			.gid = SR_SANDBOX_GID,
 			.filter = &r->filter,
 			.argv = r->argv,
+			.exec_path = sr_language_info_of(r->req->language)->interpreter,
 			.envp = r->envp,
 			.join_fds = r->join_fds,
 			.n_join_fds = r->n_join_fds,
@@ -544,7 +585,7 @@ void sr_box_classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 			 "killed: the run was ended by signal %d (%s)%s", res->signal,
 			 strsignal(res->signal),
 			 res->signal == SIGSYS ? ", a system call the seccomp policy forbids" : "");
-	} else if (res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
+	} else if (!oc->no_runner && res->exit_code == SR_EXIT_BLOCKED && runtime_block(res)) {
 		res->status = SR_STATUS_REJECTED;
 	} else if (res->exit_code != 0) {
 		res->status = SR_STATUS_ERROR;
@@ -553,6 +594,12 @@ void sr_box_classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats
 	} else {
 		res->status = SR_STATUS_OK;
 	}
+}
+
+/* A warm sandbox has no request of its own (warm.c): it is Python's. */
+static bool python_box(const sr_box *r)
+{
+	return !r->req || r->req->language == SR_LANG_PYTHON;
 }
 
 int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
@@ -591,6 +638,7 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 	}
 	if (r->egress)
 		sr_egress_collect(r->egress, &r->res->net);
+	oc->no_runner = !python_box(r);
 	if (rc == 0)
 		sr_box_classify(r->res, oc, &st, &lim);
 	return rc;
@@ -697,7 +745,9 @@ int sr_box_vet_start(const sr_run_request *req, sr_result *res, sr_check_job **j
 {
 	*job = NULL;
 	const sr_policy *p = req->policy;
-	if (req->no_check || !p->checker.enabled)
+	/* The checker reads Python: other languages are bounded by the
+	 * kernel layers alone (docs/languages.md). */
+	if (req->no_check || !p->checker.enabled || req->language != SR_LANG_PYTHON)
 		return 0;
 	sr_check_request creq = { .code = req->code,
 				  .code_size = req->code_size,

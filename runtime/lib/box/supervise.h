@@ -41,6 +41,9 @@ typedef struct sr_outcome {
 	bool done;                     /* a kernel finished the run and lives on */
 	int done_status;
 	uint64_t duration_ms;
+	/* The code ran without Python's runner (JavaScript, bash): its exit
+	 * 121 and stderr are its own, never the runner's block report. */
+	bool no_runner;
 } sr_outcome;
 
 /* Run the event loop until init exits and the output pipes are drained

@@ -249,8 +249,9 @@ pid_t sr_child_become_init(const sr_child *c, bool python_forks)
 			syscall(SYS_prctl, PR_SET_NAME, "python3", 0, 0, 0);
 			return 0;
 		}
-		execve("/usr/bin/python3", c->argv, c->envp);
-		sr_child_fail(c, errno, "exec %s", "/usr/bin/python3");
+		const char *path = c->exec_path ? c->exec_path : "/usr/bin/python3";
+		execve(path, c->argv, c->envp);
+		sr_child_fail(c, errno, "exec %s", path);
 	}
 	/* Pid 1 of a cold run is a copy of the supervisor (a daemon's holds
 	 * other runs' requests): it becomes the small static init instead,

@@ -36,8 +36,9 @@ typedef struct sr_child {
 	uid_t uid; /* the sandbox user, inside the user namespace */
 	gid_t gid;
 	const sr_bpf *filter;
-	char **argv, **envp; /* a cold run's python (NULL: the warm path) */
-	const int *join_fds; /* the group's "tasks" (v1) / "cgroup.procs" files */
+	char **argv, **envp;   /* a cold run's python (NULL: the warm path) */
+	const char *exec_path; /* what argv runs (NULL: /usr/bin/python3) */
+	const int *join_fds;   /* the group's "tasks" (v1) / "cgroup.procs" files */
 	int n_join_fds;
 	int sync_fd;          /* read: one byte = go, EOF = abort; -1: none */
 	int report_fd;        /* write, close-on-exec */

@@ -37,19 +37,34 @@ static void add_controllers(cJSON *j, sr_cgroup_mode mode)
 	}
 }
 
+/* languages: {"minimal": ["python", "bash"], ...}, each told by its
+ * interpreter's presence in the tree. */
+static void add_languages(cJSON *langs, const char *rootfs_dir, const char *profile)
+{
+	cJSON *arr = cJSON_AddArrayToObject(langs, profile);
+	for (sr_language l = SR_LANG_PYTHON; l <= SR_LANG_BASH; l++)
+		if (sr_profile_has_language(rootfs_dir, profile, l))
+			cJSON_AddItemToArray(arr, cJSON_CreateString(sr_language_name(l)));
+}
+
 static void add_profiles(cJSON *j, const char *rootfs_dir)
 {
 	cJSON *arr = cJSON_AddArrayToObject(j, "profiles");
-	if (access("/usr/bin/python3", X_OK) == 0)
+	cJSON *langs = cJSON_AddObjectToObject(j, "languages");
+	if (access("/usr/bin/python3", X_OK) == 0) {
 		cJSON_AddItemToArray(arr, cJSON_CreateString("host"));
+		add_languages(langs, rootfs_dir, "host");
+	}
 	DIR *d = opendir(rootfs_dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char py[PATH_MAX];
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(py, sizeof py, "%s/%s/usr/bin/python3", rootfs_dir, e->d_name);
-		if (access(py, X_OK) == 0)
+		if (access(py, X_OK) == 0) {
 			cJSON_AddItemToArray(arr, cJSON_CreateString(e->d_name));
+			add_languages(langs, rootfs_dir, e->d_name);
+		}
 	}
 	if (d)
 		closedir(d);

@@ -38,7 +38,9 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 	sr_kernel *k = calloc(1, sizeof *k);
 	if (!k)
 		return sr_fail(err, ENOMEM, "allocate a kernel");
-	k->start = (sr_run_request){ .policy = o->policy, .rootfs_dir = o->rootfs_dir };
+	k->start = (sr_run_request){ .policy = o->policy,
+				     .rootfs_dir = o->rootfs_dir,
+				     .language = o->language };
 	if (sr_box_check_request(&k->start, err)) {
 		free(k);
 		return -1;
@@ -125,8 +127,43 @@ static size_t ctl_message(const sr_run_request *req, char *msg)
 	return len;
 }
 
+/* Node cannot receive an fd (runner.js reads fd 3 with plain reads): a
+ * JavaScript kernel gets the header without one, then the code in
+ * messages of at most CTL_CHUNK bytes, each sent within CTL_SEND_MS. */
+#define CTL_CHUNK   32768
+#define CTL_SEND_MS 5000
+
+static int send_msg(int sock, const void *data, size_t len)
+{
+	struct pollfd p = { .fd = sock, .events = POLLOUT };
+	if (poll(&p, 1, CTL_SEND_MS) != 1)
+		return errno = ETIMEDOUT, -1;
+	return send(sock, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+static int send_run_inline(sr_kernel *k, const sr_run_request *req, sr_error *err)
+{
+	char msg[10];
+	uint32_t lens[2] = { (uint32_t)req->code_size, 0 };
+	msg[0] = 'X';
+	memcpy(msg + 1, lens, sizeof lens);
+	msg[9] = 0;
+	int bad = send_msg(k->box.ctl[0], msg, sizeof msg);
+	for (size_t at = 0; !bad && at < req->code_size; at += CTL_CHUNK) {
+		size_t n = req->code_size - at < CTL_CHUNK ? req->code_size - at : CTL_CHUNK;
+		bad = send_msg(k->box.ctl[0], req->code + at, n);
+	}
+	if (!bad)
+		return 0;
+	k->alive = false;
+	return sr_refuse(err, ESRCH, "the kernel %s has ended (%s); start another", k->info.id,
+			 strerror(errno));
+}
+
 static int send_run(sr_kernel *k, const sr_run_request *req, sr_error *err)
 {
+	if (k->start.language != SR_LANG_PYTHON)
+		return send_run_inline(k, req, err);
 	int fd = code_memfd(req, err);
 	if (fd < 0)
 		return -1;
@@ -181,11 +218,22 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 		return sr_refuse(err, EINVAL,
 				 "files cannot be given to a kernel run (write them into its "
 				 "workspace)");
+	/* 0 (python, the default) on a kernel of another language: its own. */
+	if (req->language != SR_LANG_PYTHON && req->language != k->start.language)
+		return sr_refuse(
+		    err, EINVAL, "this kernel runs %s, not %s (start a session in that language)",
+		    sr_language_name(k->start.language), sr_language_name(req->language));
+	if (k->start.language != SR_LANG_PYTHON && req->stdin_data && req->stdin_size)
+		return sr_refuse(err, EINVAL,
+				 "stdin is not supported for %s session runs (write it to a "
+				 "file in the workspace)",
+				 sr_language_name(k->start.language));
 	sr_box_init_result(res, k->start.policy);
 	memcpy(res->id, k->info.id, sizeof res->id);
 	memcpy(res->cgroup_mode, k->info.cgroup_mode, sizeof res->cgroup_mode);
 	/* The kernel's checker settings, this run's allow list. */
 	sr_run_request vet = *req;
+	vet.language = k->start.language;
 	vet.policy = k->start.policy;
 	vet.rootfs_dir = k->start.rootfs_dir;
 	if (sr_box_vet(&vet, res) < 0) {

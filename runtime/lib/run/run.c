@@ -10,7 +10,8 @@ static int run_cold(const sr_run_request *req, sr_check_job *vet, sr_result *res
 {
 	sr_deps_layer *layer = NULL;
 	sr_bind bind = { 0 };
-	if (sr_deps_prepare(req, res, &layer, err) < 0) {
+	/* Requirements and auto-detected imports are Python's. */
+	if (req->language == SR_LANG_PYTHON && sr_deps_prepare(req, res, &layer, err) < 0) {
 		sr_check_abort(vet);
 		return -1;
 	}

@@ -651,6 +651,8 @@ static const char *unfit(const sr_warm *w, const sr_run_request *req)
 		return "another seccomp policy";
 	if (req->n_requirements || req->deps_layer)
 		return "requirements (a dependency layer is mounted at set-up)";
+	if (req->language != SR_LANG_PYTHON)
+		return "a language other than python (its zygote is Python's)";
 	return NULL;
 }
 
