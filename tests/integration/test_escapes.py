@@ -71,6 +71,8 @@ def what(p):
     with open(p, "rb") as f:
         return [kind, os.major(st.st_rdev), os.minor(st.st_rdev), len(f.read(64))]
 out["masked"] = {name: what("/proc/" + name) for name in MASKED}
+out["dev"] = sorted(os.listdir("/dev"))
+out["sys"] = os.path.lexists("/sys")
 # Every file of the kernel's procfs (not a process's own dir) opened for
 # writing: what opens, and every errno seen.
 opened, errors, tried = [], {}, 0
@@ -187,6 +189,13 @@ def test_masked_paths_are_what_they_claim(probed):
             assert seen == ["dir", []], (name, seen)  # an empty read-only tmpfs
         else:
             assert seen == ["chr", 1, 3, 0], (name, seen)  # the sandbox's /dev/null, reads empty
+
+
+def test_no_console_and_no_sysfs(probed):
+    # /dev/console (CVE-2025-52565) and /sys are not there to be written
+    assert probed["dev"] == ["fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout",
+                             "urandom", "zero"], probed["dev"]
+    assert probed["sys"] is False
 
 
 def test_nothing_of_the_hosts_procfs_opens_for_writing(probed):
