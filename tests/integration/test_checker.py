@@ -484,17 +484,21 @@ RUN_FOR_THE_CODE = [
 ]
 
 
-def run_all(cases):
-    # One sandbox each (the guard ends the process), started together.
-    procs = [subprocess.Popen([SAFERUN, "run", "--json", "--profile", "host", *args, "-c", code],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args, code, *_ in cases]
-    return [json.loads(p.communicate()[0]) | {"_exit": p.returncode} for p in procs]
+def run_all(cases, check=False):
+    # One process each (the guard ends the sandbox's), started together.
+    argv = [SAFERUN, "check"] if check else [SAFERUN, "run", "--json", "--profile", "host"]
+    procs = [subprocess.Popen([*argv, *args, *(["-"] if check else ["-c", code])],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for args, code, *_ in cases]
+    outs = [p.communicate(code.encode() if check else b"")[0] for p, (_, code, *_) in zip(procs, cases)]
+    if check:
+        return [(p.returncode, out) for p, out in zip(procs, outs)]
+    return [json.loads(out) | {"_exit": p.returncode} for p, out in zip(procs, outs)]
 
 
 def test_runtime_guard_covers_code_run_for_the_code():
-    for args, code, _ in RUN_FOR_THE_CODE:
-        p = saferun("check", *args, "-", input=code.encode())
-        assert p.returncode == 0, (code, p.stdout)  # the static pass misses it
+    for (_, code, _), (rc, out) in zip(RUN_FOR_THE_CODE, run_all(RUN_FOR_THE_CODE, check=True)):
+        assert rc == 0, (code, out)  # the static pass misses it
     for (args, code, event), res in zip(RUN_FOR_THE_CODE, run_all(RUN_FOR_THE_CODE)):
         assert "pwned" not in res["stdout"], (code, res)
         assert res["status"] == "rejected", (code, res)
