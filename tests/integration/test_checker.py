@@ -457,6 +457,9 @@ RUN_FOR_THE_CODE = [
     ([], "import doctest\ndef f():\n    '''\n    >>> import os; " + SYSTEM + "\n    0\n    '''\n"
          "print('before')\ndoctest.run_docstring_examples(f, {})\n",
      "blocked os.system(b'echo pwned') at main.py line 8 (SR101 process) in <doctest NoName[0]> line 1"),
+    (["--allow", "code", "--allow", "exec"],
+     f"import code\nprint('before')\ncode.InteractiveInterpreter().runsource(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <input> line 1"),
     ([], "import typing\ndef f(x: \"__import__('os').system('echo pwned')\"):\n    pass\n"
          "print('before')\ntyping.get_type_hints(f)\n",
      "blocked os.system(b'echo pwned') at main.py line 5 (SR101 process) in <string> line 1"),
