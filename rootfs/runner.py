@@ -449,6 +449,8 @@ def _install_guard(spec):
     # and what a helper above executed for them. By id, kept alive.
     theirs, kept, made = set(), [], set()
     skipped = set()  # this guard's own frames (the fork_exec wrapper)
+    # The runner's frame, which runs the code's atexit functions after it.
+    runner = sys._getframe(1).f_code
 
     def relaxed(rule, event):
         rid, _, rname = rule.partition(" ")
@@ -486,6 +488,11 @@ def _install_guard(spec):
 
     def mine(f):
         return id(f.f_code) in theirs or own(f.f_code.co_filename)
+
+    def below_mine(f):
+        while f is not None and not mine(f):
+            f = f.f_back
+        return f
 
     code_type = type(own.__code__)
 
@@ -575,7 +582,9 @@ def _install_guard(spec):
         while at is not None and at.f_code.co_filename != "main.py":
             at = at.f_back
         where = ""
-        if f.f_code.co_filename != "main.py":
+        if f.f_code is runner:
+            where = " in an exit callback"
+        elif f.f_code.co_filename != "main.py":
             name = f.f_code.co_filename
             name = name[len(dirs[0]) + 1:] if name.startswith(dirs[0] + "/") else name
             where = f" in {name} line {f.f_lineno}"
@@ -681,11 +690,12 @@ def _install_guard(spec):
             # itself (not through subprocess, os or ctypes): a callback the
             # code handed it (heapq's key=methodcaller("system")). With the
             # code's frames below, the call is the code's.
-            f = f.f_back
-            while f is not None and not mine(f):
-                f = f.f_back
-            if f is None:
+            g = below_mine(f.f_back)
+            if g is None and f0.f_code is runner:
+                g = f0  # an exit function the code registered
+            if g is None:
                 return
+            f = g
         found = what(event, args)
         if not found:
             return

@@ -476,6 +476,9 @@ RUN_FOR_THE_CODE = [
     ([], "import heapq, operator, os\nm = {'o': os}\nprint('before')\n"
          "heapq.nsmallest(1, ['echo pwned'], key=operator.attrgetter('system')(m['o']))\n",
      "blocked os.system(b'echo pwned') at main.py line 4 (SR101 process)"),
+    # an exit function the code registered runs after main.py, from the runner
+    ([], "import atexit, os\nT = {'o': os}\natexit.register(T['o'].system, 'echo pwned')\nprint('before')\n",
+     "blocked os.system(b'echo pwned') at main.py line 0 (SR101 process) in an exit callback"),
     # a callable found by scanning sys.modules: _posixsubprocess.fork_exec
     # (loaded by asyncio) raises no audit event of its own
     ([], "import asyncio, os, sys\nm = [m for m in list(sys.modules.values()) if hasattr(m, 'fork_exec')][0]\n"
