@@ -501,7 +501,13 @@ def _install_guard(spec):
                "tempfile.py", "fileinput.py", "code.py", "codeop.py", "runpy.py", "socket.py",
                "ctypes/__init__.py", "asyncio/", "importlib/", "multiprocessing/", "zipimport.py",
                "pkgutil.py", "urllib/request.py", "http/client.py", "ssl.py", "smtplib.py",
-               "ftplib.py", "platform.py", "webbrowser.py")
+               "ftplib.py", "platform.py", "webbrowser.py", "pickle.py", "copy.py", "copyreg.py")
+    # Standard modules that run a string or code they are given (timeit's
+    # statement, a profiler's or debugger's command, a doctest, a string
+    # annotation): what they execute for the code's frames is the code's.
+    helpers = tuple(stdlib + h for h in ("timeit.py", "profile.py", "cProfile.py", "pdb.py", "bdb.py",
+                                         "trace.py", "doctest.py", "typing.py", "inspect.py",
+                                         "code.py", "codeop.py", "runpy.py"))
     machinery = ("<frozen importlib", stdlib + "importlib/")
     devices = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
                "/dev/stderr", "/dev/shm/")
@@ -516,12 +522,20 @@ def _install_guard(spec):
              "code.__new__": "SR201 eval", "open": "SR401 path", "os.listdir": "SR401 path",
              "os.scandir": "SR401 path", "import": "", "os.kill": "SR106 tamper",
              "resource.setrlimit": "SR106 tamper", "sys.settrace": "SR106 tamper",
-             "sys.setprofile": "SR106 tamper"}
+             "sys.setprofile": "SR106 tamper", "_posixsubprocess.fork_exec": "SR101 process"}
     if network_off:
         rules["socket.connect"] = rules["socket.sendto"] = "SR103 network"
     names = {"subprocess.Popen": "subprocess", "os.exec": "os.exec", "exec": "exec",
              "compile": "compile", "code.__new__": "compile", "ctypes.dlopen": "ctypes",
-             "ctypes.dlsym": "ctypes", "os.listdir": "listdir", "os.scandir": "scandir"}
+             "ctypes.dlsym": "ctypes", "os.listdir": "listdir", "os.scandir": "scandir",
+             "_posixsubprocess.fork_exec": "subprocess"}
+    # Code objects that are the code's whatever their file name: what its
+    # frames compiled and executed (an allowed exec runs guarded code),
+    # and what a helper above executed for them. By id, kept alive.
+    theirs, kept, made = set(), [], set()
+    skipped = set()  # this guard's own frames (the fork_exec wrapper)
+    # The runner's frame, which runs the code's atexit functions after it.
+    runner = sys._getframe(1).f_code
 
     def relaxed(rule, event):
         rid, _, rname = rule.partition(" ")
@@ -534,7 +548,7 @@ def _install_guard(spec):
         return bool(names_of & allow)
 
     base_allow, base_rules = set(allow), dict(rules)
-    state = {"on": True}
+    state = {"on": True, "wrapped": False}
 
     def update(extra, on):
         # Per run (kernel mode): the policy's allow list plus this run's.
@@ -551,9 +565,33 @@ def _install_guard(spec):
     def own(name):
         # The code's own source: main.py, and modules it wrote into the
         # working or writable dirs and imported. Its frames cannot claim
-        # another file: compile, exec and code.__new__ are blocked for it.
-        return name == "main.py" or (name.startswith("/") and not name.startswith(stdlib)
-                                     and any(name.startswith(d + "/") for d in dirs))
+        # another file: compile, exec and code.__new__ are blocked for it
+        # (when allowed, what it made is the code's: see adopt).
+        return name == "main.py" or name in made or (
+            name.startswith("/") and not name.startswith(stdlib)
+            and any(name.startswith(d + "/") for d in dirs))
+
+    def mine(f):
+        return id(f.f_code) in theirs or own(f.f_code.co_filename)
+
+    def below_mine(f):
+        while f is not None and not mine(f):
+            f = f.f_back
+        return f
+
+    code_type = type(own.__code__)
+
+    def adopt(code):
+        # A code object executed for the code, and those nested in it
+        # (functions, classes, comprehensions it defines).
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            if not isinstance(c, code_type) or id(c) in theirs:
+                continue
+            theirs.add(id(c))
+            kept.append(c)
+            todo.extend(c.co_consts)
 
     def importer(f):
         # Whose import this is: the first frame outside the import machinery
@@ -568,7 +606,12 @@ def _install_guard(spec):
         # Who called: the first frame outside the modules above; None when
         # an import is in progress (its file reads and exec are not the code's).
         while f is not None:
+            if id(f.f_code) in theirs:
+                return f
             name = f.f_code.co_filename
+            if id(f.f_code) in skipped:
+                f = f.f_back
+                continue
             if name.startswith(machinery):
                 return None
             if not (name.startswith("<frozen") or (name.startswith(stdlib) and name.endswith(through))
@@ -624,7 +667,9 @@ def _install_guard(spec):
         while at is not None and at.f_code.co_filename != "main.py":
             at = at.f_back
         where = ""
-        if f.f_code.co_filename != "main.py":
+        if f.f_code is runner:
+            where = " in an exit callback"
+        elif f.f_code.co_filename != "main.py":
             name = f.f_code.co_filename
             name = name[len(dirs[0]) + 1:] if name.startswith(dirs[0] + "/") else name
             where = f" in {name} line {f.f_lineno}"
@@ -647,7 +692,7 @@ def _install_guard(spec):
             if state["on"]:
                 found = denied_import(name)
                 f = found and importer(sys._getframe(1))
-                if f is not None and found and own(f.f_code.co_filename):
+                if f is not None and found and mine(f):
                     block(found[1], found[0], f)
             return None
 
@@ -686,9 +731,29 @@ def _install_guard(spec):
             sys.meta_path = meta_path
         first(meta_path)
 
+    def on_behalf(f):
+        # Who asked for this exec or compile: the first frame outside the
+        # helpers above (and the modules the walk skips anyway).
+        while f is not None and f.f_code.co_filename.startswith(helpers) and id(f.f_code) not in theirs:
+            f = f.f_back
+        return caller(f)
+
+    def made_by_the_code(event, args):
+        f = on_behalf(sys._getframe(2))
+        if f is None or not mine(f):
+            return
+        if event == "exec":
+            adopt(args[0])
+        elif isinstance(args[1], str) and sys._getframe(2) is f:
+            made.add(args[1])  # compiled or made by its own frames: that name is its
+
     def hook(event, args):
         if sys.meta_path is not meta_path or not meta_path or list.__getitem__(meta_path, 0) is not finder:
             guard_meta_path()
+        if not state["wrapped"]:
+            wrap_fork_exec()
+        if event in ("exec", "compile", "code.__new__") and state["on"]:
+            made_by_the_code(event, args)
         rule = rules.get(event)
         if rule is None or not state["on"]:
             return
@@ -700,11 +765,22 @@ def _install_guard(spec):
             mod = module_of(args[0]) if event == "open" else None
             found = mod and denied_import(mod)
             f = found and importer(f0)
-            if f is not None and found and own(f.f_code.co_filename):
+            if f is not None and found and mine(f):
                 block(found[1], found[0], f)
             return
-        if not own(f.f_code.co_filename):
-            return
+        if not mine(f):
+            if f is not f0 or not rule.startswith(("SR101", "SR102")):
+                return
+            # A library frame called a process or native-code builtin
+            # itself (not through subprocess, os or ctypes): a callback the
+            # code handed it (heapq's key=methodcaller("system")). With the
+            # code's frames below, the call is the code's.
+            g = below_mine(f.f_back)
+            if g is None and f0.f_code is runner:
+                g = f0  # an exit function the code registered
+            if g is None:
+                return
+            f = g
         found = what(event, args)
         if not found:
             return
@@ -712,6 +788,33 @@ def _install_guard(spec):
             rule, found = found
         block(found, rule, f)
 
+    # _posixsubprocess.fork_exec starts a program without an audit event
+    # (subprocess.Popen raises its own first): code that finds it (in
+    # sys.modules, once a library imported subprocess) meets this wrapper
+    # instead, put in at the first event after a library loaded it (the
+    # guard does not load it: a module in sys.modules imports silently).
+    fork_exec = []
+
+    def checked_fork_exec(*args):
+        sys.audit("_posixsubprocess.fork_exec", *args[:2])
+        return fork_exec[0](*args)
+
+    skipped.add(id(checked_fork_exec.__code__))
+
+    def wrap_fork_exec():
+        mod = sys.modules.get("_posixsubprocess")
+        if mod is None:
+            return
+        if not fork_exec:
+            fork_exec.append(mod.fork_exec)
+            mod.fork_exec = checked_fork_exec
+        sub = sys.modules.get("subprocess")
+        if sub is not None and getattr(sub, "_fork_exec", None) is not None:
+            if sub._fork_exec is fork_exec[0]:
+                sub._fork_exec = checked_fork_exec
+            state["wrapped"] = True
+
+    wrap_fork_exec()
     sys.meta_path = meta_path
     sys.addaudithook(hook)
     return update

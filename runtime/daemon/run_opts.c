@@ -339,8 +339,12 @@ int srd_run_opts_apply(const srd_run_opts *o, sr_policy *p, const char *policy_n
 		l->cpu_millis = o->cpu_millis;
 	for (size_t i = 0; i < o->n_env; i++) {
 		sr_error err = { 0 };
-		if (sr_policy_set_env(p, o->env[i], &err))
-			return srd_fail(e, 400, "env", "%s", err.msg);
+		if (sr_policy_set_env(p, o->env[i], &err)) {
+			char key[160], field[200];
+			snprintf(key, sizeof key, "%.*s", (int)strcspn(o->env[i], "="), o->env[i]);
+			srd_json_path(field, sizeof field, "env", key);
+			return srd_fail(e, 400, field, "%s", err.msg);
+		}
 	}
 	return 0;
 }

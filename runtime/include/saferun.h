@@ -213,7 +213,9 @@ SR_PUBLIC int sr_policy_load_json(const char *text, size_t len, const char *orig
 SR_PUBLIC int sr_policy_load_file(const char *path, sr_policy **out, sr_error *err);
 /* Replace the limits with a named preset: tiny, small, medium, large. */
 SR_PUBLIC int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err);
-/* Set one environment variable ("KEY=VALUE"), replacing an existing KEY. */
+/* Set one environment variable ("KEY=VALUE"), replacing an existing KEY:
+ * a run's own variables. LD_* and PYTHON* are refused (EINVAL) unless the
+ * policy already sets KEY to that VALUE. */
 SR_PUBLIC int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err);
 /* Parse "512M", "1G", "1.5GiB", "65536" into bytes. */
 SR_PUBLIC int sr_parse_size(const char *s, uint64_t *out);

@@ -62,6 +62,9 @@ def test_wrong_type_is_400_naming_the_field(daemon, field, value):
 @pytest.mark.parametrize("body,field", [
     ({"env": {"A": 1}}, "env.A"),
     ({"env": {"BAD-NAME": "x"}}, "env.BAD-NAME"),
+    # what the loader and python act on before the runner's guard
+    ({"env": {"LD_PRELOAD": "/work/x.so"}}, "env.LD_PRELOAD"),
+    ({"env": {"PYTHONPATH": "/work"}}, "env.PYTHONPATH"),
     ({"files": {"../escape.txt": "x"}}, "files.../escape.txt"),
     ({"files": {"/etc/passwd": "x"}}, "files./etc/passwd"),
     ({"files": {"main.py": "x"}}, "files.main.py"),

@@ -430,6 +430,128 @@ def test_runtime_guard_blocks_code_objects_made_by_the_code():
     assert res["stdout"] == "before\n"
 
 
+# Code run for the code (issue 15, item 9): what the standard library
+# compiles, executes or calls on the code's behalf is the code's. Each
+# passes the static pass (with the allow list given) and would print
+# "pwned" without the guard.
+SYSTEM = "os.system('echo pwned')"
+RUN_FOR_THE_CODE = [
+    # allowing exec allows the call, never what the exec'd string does
+    (["--allow", "exec"], "print('before')\nexec(\"import os\\nos.system('echo pwned')\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 2 (SR101 process) in <string> line 2"),
+    (["--allow", "exec"], "print('before')\nexec(\"import subprocess\")\n",
+     "blocked import subprocess at main.py line 2 (SR101 process) in <string> line 1"),
+    (["--allow", "exec"], "print('before')\nexec(\"def f():\\n    return open('/etc/passwd')\\n\")\nf()\n",
+     "blocked open('/etc/passwd') at main.py line 3 (SR401 path) in <string> line 2"),
+    # the standard library's helpers that run a string they are given
+    ([], f"import timeit\nprint('before')\ntimeit.timeit(\"import os; {SYSTEM}\", number=1)\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <timeit-src> line 6"),
+    ([], f"import cProfile\nprint('before')\ncProfile.run(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <string> line 1"),
+    ([], f"import profile\nprint('before')\nprofile.run(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <string> line 1"),
+    ([], f"import trace\nprint('before')\ntrace.Trace(count=0, trace=0).run(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <string> line 1"),
+    ([], f"import bdb\nprint('before')\nbdb.Bdb().run(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <string> line 1"),
+    ([], "import doctest\ndef f():\n    '''\n    >>> import os; " + SYSTEM + "\n    0\n    '''\n"
+         "print('before')\ndoctest.run_docstring_examples(f, {})\n",
+     "blocked os.system(b'echo pwned') at main.py line 8 (SR101 process) in <doctest NoName[0]> line 1"),
+    (["--allow", "code", "--allow", "exec"],
+     f"import code\nprint('before')\ncode.InteractiveInterpreter().runsource(\"import os; {SYSTEM}\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process) in <input> line 1"),
+    ([], "import typing\ndef f(x: \"__import__('os').system('echo pwned')\"):\n    pass\n"
+         "print('before')\ntyping.get_type_hints(f)\n",
+     "blocked os.system(b'echo pwned') at main.py line 5 (SR101 process) in <string> line 1"),
+    # pickle's Python unpickler and copy's __reduce__ call what the data names
+    ([], "import pickle\nprint('before')\npickle._loads(b\"cos\\nsystem\\n(S'echo pwned'\\ntR.\")\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process)"),
+    ([], "import copy, os\nT = {'o': os}\nclass X:\n    def __reduce__(self):\n"
+         "        return (T['o'].system, ('echo pwned',))\nprint('before')\ncopy.copy(X())\n",
+     "blocked os.system(b'echo pwned') at main.py line 7 (SR101 process)"),
+    # a denied builtin handed to a library as a callback, through operator
+    ([], "import heapq, operator, os\nprint('before')\n"
+         "heapq.nsmallest(1, [os], key=operator.methodcaller('system', 'echo pwned'))\n",
+     "blocked os.system(b'echo pwned') at main.py line 3 (SR101 process)"),
+    ([], "import heapq, operator, os\nm = {'o': os}\nprint('before')\n"
+         "heapq.nsmallest(1, ['echo pwned'], key=operator.attrgetter('system')(m['o']))\n",
+     "blocked os.system(b'echo pwned') at main.py line 4 (SR101 process)"),
+    # an exit function the code registered runs after main.py, from the runner
+    ([], "import atexit, os\nT = {'o': os}\natexit.register(T['o'].system, 'echo pwned')\nprint('before')\n",
+     "blocked os.system(b'echo pwned') at main.py line 0 (SR101 process) in an exit callback"),
+    # a callable found by scanning sys.modules: _posixsubprocess.fork_exec
+    # (loaded by asyncio) raises no audit event of its own
+    ([], "import asyncio, os, sys\nm = [m for m in list(sys.modules.values()) if hasattr(m, 'fork_exec')][0]\n"
+         "r, w = os.pipe()\nprint('before')\n"
+         "m.fork_exec([b'/bin/echo', b'pwned'], [b'/bin/echo'], True, (w,), None, None, -1, -1, -1, -1, "
+         "-1, -1, r, w, True, False, -1, None, None, None, -1, None, False)\n",
+     "blocked _posixsubprocess.fork_exec([b'/bin/echo', b'pwned'], [b'/bin/echo']) at main.py line 5 "
+     "(SR101 process)"),
+]
+
+
+def run_all(cases, check=False):
+    # One process each (the guard ends the sandbox's), started together.
+    argv = [SAFERUN, "check"] if check else [SAFERUN, "run", "--json", "--profile", "host"]
+    procs = [subprocess.Popen([*argv, *args, *(["-"] if check else ["-c", code])],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for args, code, *_ in cases]
+    outs = [p.communicate(code.encode() if check else b"")[0] for p, (_, code, *_) in zip(procs, cases)]
+    if check:
+        return [(p.returncode, out) for p, out in zip(procs, outs)]
+    return [json.loads(out) | {"_exit": p.returncode} for p, out in zip(procs, outs)]
+
+
+def test_runtime_guard_covers_code_run_for_the_code():
+    for (_, code, _), (rc, out) in zip(RUN_FOR_THE_CODE, run_all(RUN_FOR_THE_CODE, check=True)):
+        assert rc == 0, (code, out)  # the static pass misses it
+    for (args, code, event), res in zip(RUN_FOR_THE_CODE, run_all(RUN_FOR_THE_CODE)):
+        assert "pwned" not in res["stdout"], (code, res)
+        assert res["status"] == "rejected", (code, res)
+        assert res["message"] == f"rejected: {event}: this sandbox forbids it", (code, res["message"])
+        assert res["_exit"] == 3 and res["stdout"] == "before\n", (code, res)
+    assert leftover_groups() == []
+
+
+def test_runtime_guard_leaves_the_helpers_ordinary_uses_alone():
+    code = ("import copy, doctest, heapq, operator, pickle, timeit, typing\n"
+            "def f(x: 'int') -> 'str':\n    return str(x)\n"
+            "t = timeit.timeit(lambda: sum(range(10)), number=10) + timeit.timeit('1 + 1', number=10)\n"
+            "print(typing.get_type_hints(f), pickle._loads(pickle.dumps({'a': [1, 2]})), "
+            "copy.deepcopy({'b': (3,)}), heapq.nsmallest(1, ['bb', 'a'], key=len), "
+            "operator.attrgetter('real')(5), t > 0)\n"
+            "exec('print(sum(range(4)))')\n")
+    res = run_json("--allow", "exec", code=code)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == ("{'x': <class 'int'>, 'return': <class 'str'>} {'a': [1, 2]} {'b': (3,)} "
+                             "['a'] 5 True\n6\n")
+
+
+def test_the_workspace_runs_nothing_at_start_up(tmp_path):
+    # python starts with -s: a user site (HOME is the working dir) in the
+    # uploaded files is not read, its .pth and usercustomize never run.
+    site = ".local/lib/python3.11/site-packages"
+    files = {f"{site}/usercustomize.py": "import os; os.system('echo pwned-user')\n",
+             f"{site}/x.pth": "import os; os.system('echo pwned-pth')\n",
+             "sitecustomize.py": "import os; os.system('echo pwned-site')\n"}
+    args = []
+    for i, (name, text) in enumerate(files.items()):
+        args += ["--file", f"{name}={write(tmp_path, f'f{i}', text)}"]
+    for check in ([], ["--no-check"]):
+        res = run_json(*args, *check, code="import sys\nprint('main', sys.flags.no_user_site)\n")
+        assert res["status"] == "ok" and res["stdout"] == "main 1\n", res
+    # nor can a request's environment make python load anything
+    for var in ("PYTHONPATH=/work", "PYTHONSTARTUP=/work/x.py", "LD_PRELOAD=/work/x.so",
+                "LD_LIBRARY_PATH=/work", "PYTHONUSERBASE=/work/.local"):
+        p = saferun("run", "--profile", "host", *args, "--env", var, "-c", "print('main')")
+        name = var.split("=")[0]
+        assert p.returncode == 2, (var, p.stdout, p.stderr)
+        assert f"environment variable {name}" in p.stderr.decode(), p.stderr
+    # the policy's own value may be repeated
+    p = saferun("run", "--profile", "host", "--env", "PYTHONUNBUFFERED=1", "-c", "print('main')")
+    assert p.returncode == 0 and p.stdout == b"main\n", p.stderr
+
+
 # Code the checker's tokenizer cannot read (SR001): Python rejects it too,
 # and the run shows Python's own SyntaxError, as `python3 main.py` does.
 SYNTAX_ERRORS = {

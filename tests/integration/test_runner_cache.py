@@ -17,7 +17,8 @@ from conftest import ROOTFS_DIR, run
 PROBE = r"""
 import os
 cmd = open('/proc/self/cmdline', 'rb').read().split(b'\0')
-print('source' if cmd[4].startswith(b'# The in-sandbox runner') else 'stub' if b'_saferun_load' in cmd[4] else cmd[4][:40])
+src = cmd[cmd.index(b'-c') + 1]
+print('source' if src.startswith(b'# The in-sandbox runner') else 'stub' if b'_saferun_load' in src else src[:40])
 try:
     os.fstat(4)
     print('fd4 open')

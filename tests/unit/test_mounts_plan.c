@@ -95,7 +95,8 @@ static char *render(const sr_mount_plan *p)
 	"bind_new,opt /newroot/proc/sys\n"       \
 	"bind_new,opt /newroot/proc/irq\n"       \
 	"bind_new,opt /newroot/proc/bus\n"       \
-	"bind_new,opt /newroot/proc/fs\n"
+	"bind_new,opt /newroot/proc/fs\n"        \
+	"bind_new,opt /newroot/proc/pressure\n"
 
 /* The default policy's writable dirs on a built rootfs: /tmp and /work. */
 #define ROOT_AND_WRITABLE                     \

@@ -291,8 +291,11 @@ static int prepare(sr_box *r, sr_error *err)
 		return language_argv(r, lang, err);
 	if (!r->req->no_check && p->checker.enabled && !(r->guard = sr_box_runner_guard(r->req)))
 		return sr_fail(err, ENOMEM, "the runner's settings");
+	/* -s: HOME is the working dir, and a user site there (an uploaded
+	 * .pth or usercustomize.py) would run before the runner's guard. */
 	char *argv[] = { "python3",
 			 "-B",
+			 "-s",
 			 "-u",
 			 "-c",
 			 r->runner_fd >= 0 ? (char *)sr_runner_stub : (char *)sr_embedded_runner,
@@ -301,6 +304,7 @@ static int prepare(sr_box *r, sr_error *err)
 			 : r->kernel ? "kernel"
 				     : NULL,
 			 NULL };
+	_Static_assert(sizeof argv == sizeof r->argv, "the runner's argv");
 	memcpy(r->argv, argv, sizeof argv);
 	return 0;
 }

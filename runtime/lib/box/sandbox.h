@@ -31,7 +31,7 @@ typedef struct sr_box {
 	sr_cgroup *cg;
 	char **envp;
 	char *guard; /* the runner's audit-hook settings, NULL: no hook */
-	char *argv[8];
+	char *argv[9];
 	int sync[2], report[2], out[2], err[2], in_fd;
 	int ctl[2]; /* a kernel's control socket pair, else -1 */
 	int wd[2];  /* one-shot: the working dir's fd comes back on wd[0] */

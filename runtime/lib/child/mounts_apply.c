@@ -17,7 +17,7 @@ const char *const sr_proc_masked[] = {
 	"kpageflags",    "kpagecgroup", "vmallocinfo", "config.gz",
 };
 const size_t sr_n_proc_masked = sizeof sr_proc_masked / sizeof *sr_proc_masked;
-const char *const sr_proc_readonly[] = { "sys", "irq", "bus", "fs" };
+const char *const sr_proc_readonly[] = { "sys", "irq", "bus", "fs", "pressure" };
 const size_t sr_n_proc_readonly = sizeof sr_proc_readonly / sizeof *sr_proc_readonly;
 
 /* ---- applying (child side: no allocation) ------------------------------- */

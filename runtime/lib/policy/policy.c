@@ -2038,6 +2038,23 @@ int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err)
 	return 0;
 }
 
+/* LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH, PYTHONSTARTUP, PYTHONUSERBASE,
+ * PYTHONWARNINGS (which imports): the dynamic loader and python act on
+ * these before any of saferun's code runs in the sandbox. */
+static bool loader_variable(const char *key, size_t len)
+{
+	return (len >= 3 && strncmp(key, "LD_", 3) == 0) ||
+	       (len >= 6 && strncmp(key, "PYTHON", 6) == 0);
+}
+
+static bool policy_sets(const sr_policy *p, const char *kv)
+{
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strcmp(p->env[i], kv) == 0)
+			return true;
+	return false;
+}
+
 int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err)
 {
 	const char *eq = kv ? strchr(kv, '=') : NULL;
@@ -2050,6 +2067,16 @@ int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err)
 		return -1;
 	}
 	size_t klen = (size_t)(eq - kv) + 1; /* with the '=' */
+	if (loader_variable(kv, klen - 1) && !policy_sets(p, kv)) {
+		sr_fail(err, 0,
+			"environment variable %.*s: a run may not set LD_* or PYTHON* variables "
+			"(they choose what python and the loader run before the runner's guard); "
+			"only the policy's own value may be repeated",
+			(int)(klen - 1), kv);
+		if (err)
+			err->errnum = EINVAL;
+		return -1;
+	}
 	if (!(copy = strdup(kv)))
 		return sr_fail(err, ENOMEM, "set %s", kv);
 	for (size_t i = 0; i < p->n_env; i++)
