@@ -48,11 +48,21 @@ static unsigned http_status(const char *code)
 		const char *code;
 		unsigned status;
 	} map[] = {
-		{ "canceled", 499 },	      { "unknown", 500 },	   { "invalid_argument", 400 },
-		{ "deadline_exceeded", 504 }, { "not_found", 404 },	   { "already_exists", 409 },
-		{ "permission_denied", 403 }, { "resource_exhausted", 429 }, { "failed_precondition", 400 },
-		{ "aborted", 409 },	      { "out_of_range", 400 },	   { "unimplemented", 501 },
-		{ "internal", 500 },	      { "unavailable", 503 },	   { "data_loss", 500 },
+		{ "canceled", 499 },
+		{ "unknown", 500 },
+		{ "invalid_argument", 400 },
+		{ "deadline_exceeded", 504 },
+		{ "not_found", 404 },
+		{ "already_exists", 409 },
+		{ "permission_denied", 403 },
+		{ "resource_exhausted", 429 },
+		{ "failed_precondition", 400 },
+		{ "aborted", 409 },
+		{ "out_of_range", 400 },
+		{ "unimplemented", 501 },
+		{ "internal", 500 },
+		{ "unavailable", 503 },
+		{ "data_loss", 500 },
 		{ "unauthenticated", 401 },
 	};
 	for (size_t i = 0; i < sizeof map / sizeof *map; i++)

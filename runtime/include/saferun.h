@@ -190,6 +190,11 @@ typedef struct sr_policy {
 		unsigned cache_entries;
 		uint64_t install_wall_ms, install_memory_bytes, max_size_bytes;
 	} dependencies;
+	/* May a client start commands (/bin/sh and the rest of the rootfs) in
+	 * the sandbox, as E2B's envd does (docs/e2b.md)? They are bounded by
+	 * the kernel layers alone (namespaces, cgroup, seccomp, read-only
+	 * rootfs, network mode); the checker and its audit hook are Python's. */
+	bool commands_enabled;
 } sr_policy;
 typedef struct sr_deps_policy sr_deps_policy;
 typedef struct sr_warm_policy sr_warm_policy;
