@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "daemon.h"
 
 void srd_respond_text(srd_response *res, unsigned status, const char *type, char *body, size_t len)
 {
@@ -43,6 +42,11 @@ void srd_respond_error(srd_response *res, const srd_ferr *e)
 const char *srd_request_header(const srd_request *req, const char *name)
 {
 	return req->header ? req->header(req, name) : NULL;
+}
+
+const char *srd_request_query(const srd_request *req, const char *name)
+{
+	return req->query ? req->query(req, name) : NULL;
 }
 
 void srd_respond_header(srd_response *res, const char *name, const char *value)
@@ -139,33 +143,30 @@ static bool stream_gone(srd_stream *s)
 	return s->gone;
 }
 
-/* Send what is queued: without waiting, or waiting up to until_ms for the
- * socket to take it all. */
-static void stream_flush(srd_stream *s, uint64_t until_ms)
+/* Send what is queued: without waiting (wait false), or until all of it
+ * is sent, the client counting as gone when its socket takes nothing for
+ * SRD_STREAM_WAIT_MS. */
+static void stream_flush(srd_stream *s, bool wait)
 {
 	size_t off = 0;
 	while (!s->gone && off < s->queued) {
-		ssize_t n =
-		    send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN) {
+		if ((n < 0 && errno != EAGAIN) || n == 0) {
 			s->gone = true;
 			break;
 		}
-		uint64_t now = srd_now_ms();
-		if (!until_ms || now >= until_ms) {
-			if (until_ms)
-				s->gone = true; /* it would not read: as good as gone */
+		if (!wait)
 			break;
-		}
 		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
-		if (poll(&p, 1, (int)(until_ms - now)) < 0 && errno != EINTR)
-			s->gone = true;
+		int r = poll(&p, 1, SRD_STREAM_WAIT_MS);
+		if (r == 0 || (r < 0 && errno != EINTR))
+			s->gone = true; /* it would not read: as good as gone */
 	}
 	if (s->gone) {
 		s->queued = 0;
@@ -220,7 +221,7 @@ int srd_respond_stream(srd_response *res, unsigned status, const char *content_t
 		return -1;
 	}
 	s->started = true;
-	stream_flush(s, srd_now_ms() + SRD_STREAM_WAIT_MS);
+	stream_flush(s, true);
 	return s->gone ? -1 : 0;
 }
 
@@ -251,9 +252,9 @@ int srd_respond_chunk(srd_response *res, const void *data, size_t len)
 		return -1;
 	}
 	s->bytes += len;
-	stream_flush(s, 0);
+	stream_flush(s, false);
 	if (s->queued > SRD_STREAM_QUEUE_MAX)
-		stream_flush(s, srd_now_ms() + SRD_STREAM_WAIT_MS);
+		stream_flush(s, true);
 	return s->gone ? -1 : 0;
 }
 
@@ -262,7 +263,7 @@ int srd_stream_end(srd_stream *s)
 	if (s->started && !s->gone && s->chunked && !s->head)
 		stream_queue(s, "0\r\n\r\n", 5);
 	if (s->started)
-		stream_flush(s, srd_now_ms() + SRD_STREAM_WAIT_MS);
+		stream_flush(s, true);
 	free(s->queue);
 	s->queue = NULL;
 	s->queued = s->queue_cap = 0;
