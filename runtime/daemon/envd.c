@@ -329,6 +329,28 @@ static int fs_list_dir(srd_session *ss, const cJSON *msg, cJSON *reply, srd_cerr
 	return 0;
 }
 
+/* Keepalive-Ping-Interval (seconds): how often a quiet stream sends a
+ * keepalive message (proxies and fetch's body timeout close silent ones);
+ * 0: never. */
+static uint64_t keepalive_ms(const srd_request *req)
+{
+	const char *v = srd_request_header(req, "Keepalive-Ping-Interval");
+	unsigned long s = v ? strtoul(v, NULL, 10) : 0;
+	return s ? (s < 1 ? 1 : s > 3600 ? 3600 : s) * 1000ull : 0;
+}
+
+/* A keepalive when one is due; -1: the client has gone. */
+static int keepalive(srd_response *res, bool process, uint64_t every, uint64_t *last)
+{
+	uint64_t now = srd_now_ms();
+	if (!every || now - *last < every)
+		return 0;
+	*last = now;
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddObjectToObject(process ? cJSON_AddObjectToObject(m, "event") : m, "keepalive");
+	return srd_connect_stream_send(res, m);
+}
+
 /* ---- watchers -------------------------------------------------------------- */
 
 static int watch_dir(envd_watch *w, const char *rel)
@@ -518,6 +540,7 @@ static void fs_watch_dir(srd_envd *env, srd_session *ss, const srd_request *req,
 	if (srd_connect_stream_send(res, start) < 0)
 		goto out;
 	int peer = req->peer ? req->peer->fd : -1;
+	uint64_t every = keepalive_ms(req), last = srd_now_ms();
 	for (;;) {
 		struct pollfd pf[2] = { { w->ifd, POLLIN, 0 }, { peer, POLLRDHUP, 0 } };
 		uint64_t now = srd_now_ms();
@@ -527,8 +550,10 @@ static void fs_watch_dir(srd_envd *env, srd_session *ss, const srd_request *req,
 		if (r > 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			goto out; /* the client went */
 		cJSON *evs = cJSON_CreateArray(), *ev;
-		if (r > 0 && (pf[0].revents & POLLIN))
+		if (r > 0 && (pf[0].revents & POLLIN)) {
 			watch_read(w, evs);
+			last = srd_now_ms();
+		}
 		bool gone = false;
 		while (!gone && (ev = cJSON_DetachItemFromArray(evs, 0))) {
 			cJSON *m = cJSON_CreateObject();
@@ -536,7 +561,7 @@ static void fs_watch_dir(srd_envd *env, srd_session *ss, const srd_request *req,
 			gone = srd_connect_stream_send(res, m) < 0;
 		}
 		cJSON_Delete(evs);
-		if (gone)
+		if (gone || keepalive(res, false, every, &last) < 0)
 			goto out;
 	}
 	srd_connect_stream_end(res, NULL);
@@ -696,6 +721,27 @@ static envd_proc *find_proc_locked(srd_envd *env, const cJSON *msg)
 	return NULL;
 }
 
+static bool exited(const envd_proc *p)
+{
+	struct pollfd pf = { .fd = p->ex.pidfd, .events = POLLIN };
+	return p->ex.pidfd < 0 || poll(&pf, 1, 0) == 1;
+}
+
+static void unlink_proc_locked(srd_envd *env, envd_proc *p);
+
+/* Make room: commands that ended with no client streaming them (their
+ * output is lost). */
+static void reap_unwatched_locked(srd_envd *env)
+{
+	for (envd_proc *p = env->procs, *next; p; p = next) {
+		next = p->next;
+		if (!p->pumping && exited(p)) {
+			unlink_proc_locked(env, p);
+			proc_free(p);
+		}
+	}
+}
+
 static void unlink_proc_locked(srd_envd *env, envd_proc *p)
 {
 	for (envd_proc **pp = &env->procs; *pp; pp = &(*pp)->next)
@@ -794,6 +840,8 @@ static int start_proc(srd_ctx *ctx, srd_envd *env, srd_session *ss, const cJSON 
 	char **envp = NULL;
 	envd_proc *p = NULL;
 	pthread_mutex_lock(&env->lock);
+	if (env->n_procs >= MAX_PROCS)
+		reap_unwatched_locked(env);
 	if (env->n_procs >= MAX_PROCS) {
 		srd_cfail(e, "resource_exhausted",
 			  "this sandbox has %d commands running or unread: end some first",
@@ -903,11 +951,14 @@ static void send_end(srd_response *res, int wstatus)
 }
 
 /* Deliver p's output and end to this stream until it ends (p is then
- * reaped and freed) or the client goes (p stays, for a Connect). */
+ * reaped and freed), the client goes or the call's deadline passes (p
+ * goes on, for a Connect). */
 static void pump(srd_envd *env, srd_session *ss, envd_proc *p, const srd_request *req,
 		 srd_response *res)
 {
 	int peer = req->peer ? req->peer->fd : -1;
+	uint64_t deadline = srd_connect_deadline(req), every = keepalive_ms(req);
+	uint64_t last = srd_now_ms();
 	for (;;) {
 		struct pollfd pf[4] = { { p->out_fd, POLLIN, 0 },
 					{ p->err_fd, POLLIN, 0 },
@@ -918,9 +969,20 @@ static void pump(srd_envd *env, srd_session *ss, envd_proc *p, const srd_request
 			break;
 		if (srd_session_ended(ss))
 			break;
+		if (deadline && srd_now_ms() >= deadline) {
+			srd_cerr e = { 0 };
+			srd_cfail(&e, "deadline_exceeded",
+				  "the call's timeout passed; the command goes on (Connect to it "
+				  "again, or kill it)");
+			srd_connect_stream_end(res, &e);
+			break;
+		}
 		bool done = r > 0 && (pf[2].revents & POLLIN);
+		if (r > 0)
+			last = srd_now_ms(); /* output is as good as a keepalive */
 		if (forward(res, &p->out_fd, "stdout", done) < 0 ||
-		    forward(res, &p->err_fd, "stderr", done) < 0)
+		    forward(res, &p->err_fd, "stderr", done) < 0 ||
+		    keepalive(res, true, every, &last) < 0)
 			break;
 		if (!done)
 			continue;
@@ -989,6 +1051,8 @@ static int proc_list(srd_envd *env, cJSON *reply)
 	cJSON *arr = cJSON_AddArrayToObject(reply, "processes");
 	pthread_mutex_lock(&env->lock);
 	for (envd_proc *p = env->procs; p; p = p->next) {
+		if (exited(p))
+			continue; /* running ones only; Connect still gets its end */
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddItemToObject(j, "config", cJSON_Duplicate(p->config, true));
 		cJSON_AddNumberToObject(j, "pid", p->pid);

@@ -114,6 +114,10 @@ def test_envd_through_the_e2b_sdk(make_daemon):
     assert c["alive"] == "still here\n"
 
     i = out["isolated"]
+    # sb2's first command, entering a sandbox just started: its own files and
+    # /proc, never the host's (entered before the sandbox had set itself up,
+    # it would see the host's /work and processes)
+    assert i["ls"].startswith("artifacts\nsrc\n"), i
     assert i["file"] is False and "only-a.txt" not in i["ls"], i
     assert "sleep" not in i["ls"] and i["procs"] == [], i
 

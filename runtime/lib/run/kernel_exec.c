@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -141,6 +142,31 @@ static int read_reports(int fd, sr_exec_proc *out, sr_error *err)
 	return 0;
 }
 
+/* sr_kernel_start returns once the sandbox's first process is released;
+ * it mounts its filesystem, pivots into it and locks itself down after
+ * that. Entered before then, a command would share a mount namespace that
+ * is still the host's copy and a /proc that is the host's. Its seccomp
+ * filter is the last step: once /proc shows it, everything is in place. */
+static int wait_locked_down(const sr_box *b, sr_error *err)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)b->pid);
+	for (int tries = 0; tries < 5000; tries++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return sr_fail(err, ESRCH, "the sandbox has ended");
+		buf[n] = '\0';
+		const char *s = strstr(buf, "\nSeccomp:");
+		if (s && strtol(s + 9, NULL, 10) == 2)
+			return 0;
+		usleep(1000);
+	}
+	return sr_fail(err, ETIMEDOUT, "the sandbox did not finish setting itself up");
+}
+
 /* B is our child (CLONE_PARENT) and not reaped: its pid stays its own. */
 static void reap_failed(pid_t pid)
 {
@@ -158,6 +184,8 @@ int sr_kernel_exec(sr_kernel *k, const sr_exec_options *o, sr_exec_proc *out, sr
 	if (!o->path || o->path[0] != '/' || !o->argv || !o->argv[0])
 		return sr_refuse(err, EINVAL, "a command needs an absolute path and an argv");
 	sr_box *b = sr_kernel_box(k);
+	if (wait_locked_down(b, err))
+		return -1;
 	struct exec_plan x = { .box = b,
 			       .o = o,
 			       .cwd = o->cwd ? o->cwd : b->p->workdir,
