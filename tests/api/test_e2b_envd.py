@@ -82,6 +82,12 @@ def test_envd_through_the_e2b_sdk(make_daemon):
     assert ["create", "new.txt"] in out["watch"] and ["remove", "new.txt"] in out["watch"], \
         out["watch"]
 
+    # 1: EVENT_TYPE_CREATE (the atomic write's rename), then nothing new;
+    # a removed watcher is gone (5: not_found)
+    assert out["pollWatch"] == {"got": [[1, "f.txt"]], "drained": 0, "gone": ["ConnectError", 5]}, \
+        out["pollWatch"]
+    assert out["connect"] == {"stdout": "got later\n", "exitCode": 0}, out["connect"]
+
     t = out["traversal"]
     for name in ("dotdot", "outside", "list_outside", "write_outside"):
         assert isinstance(t[name], dict), (name, t[name])

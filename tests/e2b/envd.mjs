@@ -19,7 +19,7 @@ const failure = async (fn) => {
     await fn()
     return 'no error'
   } catch (e) {
-    return { error: errName(e), message: String(e?.message ?? e).slice(0, 300), exitCode: e?.exitCode,
+    return { error: errName(e), code: e?.code, message: String(e?.message ?? e).slice(0, 300), exitCode: e?.exitCode,
       stdout: e?.stdout, stderr: e?.stderr }
   }
 }
@@ -74,6 +74,19 @@ await step('watch', async () => {
   return events
 })
 
+// The polling form of a watcher (E2B's Python SDK uses it), through the
+// SDK's own Connect client.
+await step('pollWatch', async () => {
+  await sb.files.makeDir('/home/user/pw')
+  const { watcherId } = await sb.files.rpc.createWatcher({ path: '/home/user/pw' })
+  await sb.files.write('/home/user/pw/f.txt', 'x')
+  const got = (await sb.files.rpc.getWatcherEvents({ watcherId })).events.map((e) => [e.type, e.name])
+  const drained = (await sb.files.rpc.getWatcherEvents({ watcherId })).events.length
+  await sb.files.rpc.removeWatcher({ watcherId })
+  const gone = await failure(() => sb.files.rpc.getWatcherEvents({ watcherId }))
+  return { got, drained, gone: [gone.error, gone.code] }
+})
+
 await step('traversal', async () => ({
   dotdot: await failure(() => sb.files.read('/home/user/../../etc/passwd')),
   outside: await failure(() => sb.files.read('/etc/passwd')),
@@ -109,6 +122,16 @@ await step('kill', async () => {
   const after = (await sb.commands.list()).map((p) => p.pid).includes(h.pid)
   const again = await sb.commands.kill(h.pid)
   return { pid: h.pid, listed, killed, waited, after, again }
+})
+
+// A command outlives its client: connect() picks its output up again.
+await step('connect', async () => {
+  const h = await sb.commands.run('read x; echo "got $x"', { background: true, stdin: true })
+  await h.disconnect()
+  const again = await sb.commands.connect(h.pid)
+  await sb.commands.sendStdin(h.pid, 'later\n')
+  const r = await again.wait()
+  return { stdout: r.stdout, exitCode: r.exitCode }
 })
 
 await step('background', async () => {
