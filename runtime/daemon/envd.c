@@ -986,14 +986,17 @@ static void pump(srd_envd *env, srd_session *ss, envd_proc *p, const srd_request
 			break;
 		if (!done)
 			continue;
+		/* Reaped under the lock: SendSignal reaches the process group
+		 * by its id, which must not be free for reuse until p is out of
+		 * the table. */
 		siginfo_t si = { 0 };
-		waitid((idtype_t)P_PIDFD, (id_t)p->ex.pidfd, &si, WEXITED);
-		int ws =
-		    si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
-		close_fd(&p->ex.pidfd);
 		pthread_mutex_lock(&env->lock);
+		waitid((idtype_t)P_PIDFD, (id_t)p->ex.pidfd, &si, WEXITED);
+		close_fd(&p->ex.pidfd);
 		unlink_proc_locked(env, p);
 		pthread_mutex_unlock(&env->lock);
+		int ws =
+		    si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
 		proc_free(p);
 		send_end(res, ws);
 		srd_connect_stream_end(res, NULL);
