@@ -61,6 +61,12 @@ static void on_session_close(void *arg)
 	sb->ended = true;
 	pthread_mutex_unlock(&reg_lock);
 	srd_e2b_contexts_kill(sb);
+	pthread_mutex_lock(&sb->lock);
+	void (*end)(void *) = sb->envd_state_end;
+	void *state = sb->envd_state;
+	pthread_mutex_unlock(&sb->lock);
+	if (end && state)
+		end(state);
 	srd_e2b_release(sb);
 }
 
@@ -175,6 +181,9 @@ static cJSON *sandbox_json(srd_e2b_sandbox *sb, bool detail)
 	iso_time(real_now_ms() + left, when, sizeof when);
 	cJSON_AddStringToObject(j, "endAt", when);
 	cJSON_AddStringToObject(j, "state", sb->paused ? "paused" : "running");
+	cJSON *lc = cJSON_AddObjectToObject(j, "lifecycle");
+	cJSON_AddStringToObject(lc, "onTimeout", sb->auto_pause ? "pause" : "kill");
+	cJSON_AddBoolToObject(lc, "autoResume", false);
 	cJSON *md = cJSON_Parse(sb->metadata_json);
 	cJSON_AddItemToObject(j, "metadata", md ? md : cJSON_CreateObject());
 	pthread_mutex_unlock(&sb->lock);
@@ -598,7 +607,6 @@ static void handle_timeout(srd_ctx *ctx, const srd_request *req, srd_response *r
  * runs) with their memory. The timeout stops; session_max_age holds. */
 static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)ctx;
 	srd_e2b_sandbox *sb = path_sandbox(req, res);
 	if (!sb)
 		return;
@@ -610,6 +618,8 @@ static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res
 	srd_session_set_deadline(sb->session, srd_session_max_end(sb->session));
 	pthread_mutex_unlock(&sb->lock);
 	pthread_rwlock_unlock(&sb->exec_gate);
+	if (!was)
+		srd_envd_pause(ctx, sb, true);
 	if (was)
 		e2b_error(res, 409, "sandbox \"%s\" is already paused", sb->id);
 	else
@@ -619,7 +629,7 @@ static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res
 
 /* connect (v2): resumes a paused sandbox, sets its timeout when given;
  * resume (v1): the same, 409 if it was running. */
-static void resume(const srd_request *req, srd_response *res, bool connect)
+static void resume(srd_ctx *ctx, const srd_request *req, srd_response *res, bool connect)
 {
 	cJSON *body = body_object(req, res);
 	if (!body)
@@ -635,6 +645,8 @@ static void resume(const srd_request *req, srd_response *res, bool connect)
 			set_timeout_locked(sb,
 					   s >= 0 ? (uint64_t)s * 1000 : DEFAULT_TIMEOUT_S * 1000);
 		pthread_mutex_unlock(&sb->lock);
+		if (was)
+			srd_envd_pause(ctx, sb, false);
 		if (!connect && !was)
 			e2b_error(res, 409, "sandbox \"%s\" is not paused", sb->id);
 		else
@@ -646,14 +658,12 @@ static void resume(const srd_request *req, srd_response *res, bool connect)
 
 static void handle_connect(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)ctx;
-	resume(req, res, true);
+	resume(ctx, req, res, true);
 }
 
 static void handle_resume(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	(void)ctx;
-	resume(req, res, false);
+	resume(ctx, req, res, false);
 }
 
 static void handle_health(srd_ctx *ctx, const srd_request *req, srd_response *res)

@@ -34,10 +34,13 @@ typedef struct srd_e2b_sandbox {
 	char envd_token[65];  /* its access token (X-Access-Token), 64 hex */
 	/* Guards envd_state and the fields below it. */
 	pthread_mutex_t lock;
-	/* envd's per-sandbox objects; envd_state_free(envd_state) is called
-	 * once when the sandbox ends (killed, expired, daemon shutdown), with
-	 * no lock held. */
+	/* envd's per-sandbox objects. envd_state_end(envd_state), if set, is
+	 * called once when the sandbox ends (killed, expired, daemon shutdown):
+	 * end what it runs now, as a request may still be waiting on it;
+	 * envd_state_free(envd_state) once the last reference has gone (no
+	 * request holds the sandbox). Both with no lock held. */
 	void *envd_state;
+	void (*envd_state_end)(void *state);
 	void (*envd_state_free)(void *state);
 
 	/* ---- the listener's own ---- */

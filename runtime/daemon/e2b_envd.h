@@ -3,6 +3,8 @@
 #ifndef SRD_E2B_ENVD_H
 #define SRD_E2B_ENVD_H
 
+#include <stdbool.h>
+
 #include "daemon.h"
 #include "e2b.h"
 #include "http.h"
@@ -14,5 +16,10 @@
  * e2b.c answers 501. */
 void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox *sb, const srd_request *req,
 		     srd_response *res);
+
+/* The sandbox was paused (true) or resumed (false): envd freezes and thaws
+ * what it runs (commands), as the code interpreter's kernels are. The
+ * stub does nothing. */
+void srd_envd_pause(srd_ctx *ctx, struct srd_e2b_sandbox *sb, bool paused);
 
 #endif

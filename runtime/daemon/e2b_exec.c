@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "run.h"
+#include "run_stream.h"
 
 #define RESULTS_MAX (64u << 20) /* the notebook file the runner writes */
 
@@ -30,6 +31,7 @@ typedef struct srd_e2b_context {
 	sr_kernel *kernel; /* changed under run_lock + sb->lock */
 	pthread_mutex_t run_lock;
 	unsigned executions;
+	bool lost;     /* its interpreter ended in a run: the next says it is a new one */
 	unsigned refs; /* under sb->lock: the list's + each request's */
 	bool removed;
 	struct srd_e2b_context *next;
@@ -158,7 +160,8 @@ static int ensure_kernel(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, 
 		sr_kernel_kill(c->kernel);
 	pthread_mutex_unlock(&sb->lock);
 	sr_kernel_stop(dead);
-	*fresh = rc == 0 && dead;
+	*fresh = rc == 0 && (dead || c->lost);
+	c->lost = false;
 	return rc;
 }
 
@@ -173,10 +176,17 @@ static void drop_kernel(srd_e2b_sandbox *sb, srd_e2b_context *c)
 
 /* ---- the NDJSON answer -------------------------------------------------- */
 
+/* The items go out as they come, on a response started when the run
+ * starts (an error before that keeps its own status). */
 struct out {
-	char *buf;
+	srd_response *res;
+	sr_kernel *kernel; /* killed when the client has gone */
+	bool started, gone, failed;
+	srd_utf8_carry carry[2];
+	char *line[2]; /* the stream's text after its last newline */
+	size_t line_len[2];
+	char *buf; /* without a server to stream on (srd_respond_stream fails) */
 	size_t len, cap;
-	bool failed;
 };
 
 static void emit(struct out *o, cJSON *item)
@@ -186,6 +196,24 @@ static void emit(struct out *o, cJSON *item)
 	size_t n = text ? strlen(text) : 0;
 	if (!text || o->failed) {
 		o->failed = true;
+		free(text);
+		return;
+	}
+	if (!o->started) {
+		o->started = true;
+		if (srd_respond_stream(o->res, 200, "application/x-ndjson") < 0)
+			o->gone = true;
+	}
+	if (o->gone) {
+		free(text);
+		return;
+	}
+	if (o->res->streamed) {
+		text[n] = '\n';
+		if (srd_respond_chunk(o->res, text, n + 1) < 0) {
+			o->gone = true; /* its run is of no use to anyone now */
+			sr_kernel_kill(o->kernel);
+		}
 		free(text);
 		return;
 	}
@@ -218,6 +246,59 @@ static void emit_text(struct out *o, const char *type, const char *data, size_t 
 	cJSON_AddStringToObject(j, "text", s ? s : "");
 	free(s);
 	emit(o, j);
+}
+
+/* Up to the last newline now, the rest with the next piece (a line of its
+ * own per item, as the SDK's onStdout expects), or when it is this long. */
+#define LINE_MAX_HOLD 65536
+
+static void pending_text(struct out *o, int i, const char *text, size_t n, bool all)
+{
+	const char *type = i ? "stderr" : "stdout";
+	char *joined = malloc(o->line_len[i] + n + 1);
+	if (!joined) {
+		o->failed = true;
+		return;
+	}
+	memcpy(joined, o->line[i] ? o->line[i] : "", o->line_len[i]);
+	memcpy(joined + o->line_len[i], text, n);
+	size_t total = o->line_len[i] + n, cut = total;
+	free(o->line[i]);
+	o->line[i] = NULL;
+	o->line_len[i] = 0;
+	if (!all && total < LINE_MAX_HOLD) {
+		while (cut && joined[cut - 1] != '\n')
+			cut--;
+		if (cut < total) {
+			o->line[i] = strndup(joined + cut, total - cut);
+			o->line_len[i] = o->line[i] ? total - cut : 0;
+		}
+	}
+	emit_text(o, type, joined, cut);
+	free(joined);
+}
+
+/* sr_run_request.on_output: stdout and stderr items as UTF-8 (a sequence
+ * cut between pieces waits for the rest). */
+static void on_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct out *o = arg;
+	size_t n = 0;
+	char *text = srd_utf8_piece(&o->carry[stream == 2], data, len, false, &n);
+	if (text && n)
+		pending_text(o, stream == 2, text, n, false);
+	free(text);
+}
+
+/* The rest: a last line without a newline, a sequence never completed. */
+static void flush_output(struct out *o)
+{
+	for (int i = 0; i < 2; i++) {
+		size_t n = 0;
+		char *text = srd_utf8_piece(&o->carry[i], "", 0, true, &n);
+		pending_text(o, i, text ? text : "", text ? n : 0, true);
+		free(text);
+	}
 }
 
 static void emit_error(struct out *o, const char *name, const char *value, const char *traceback)
@@ -363,6 +444,9 @@ static bool python_language(const char *lang)
 	return !lang || strcmp(lang, "python") == 0 || strcmp(lang, "python3") == 0;
 }
 
+static const char restarted[] = "saferun: this context's interpreter had ended and was started "
+				"again: its variables are gone (its files stay)\n";
+
 static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_response *res)
 {
 	cJSON *body = NULL;
@@ -404,7 +488,7 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 	pthread_rwlock_rdlock(&sb->exec_gate);
 	pthread_mutex_lock(&c->run_lock);
 	uint64_t t1 = srd_now_ms();
-	struct out o = { 0 };
+	struct out o = { .res = res };
 	sr_result r;
 	sr_error err = { 0 };
 	bool fresh = false, ran = false;
@@ -418,28 +502,32 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 		srd_e2b_error(res, e.status, e.msg);
 	} else {
 		const char *text = cJSON_GetStringValue(code);
-		sr_run_request rr = { .code = text, .code_size = strlen(text) };
+		sr_run_request rr = { .code = text,
+				      .code_size = strlen(text),
+				      .on_output = on_output,
+				      .on_output_arg = &o };
+		o.kernel = c->kernel;
+		/* The headers at once, as E2B's interpreter sends them: the SDK's
+		 * timeoutMs counts from there. */
+		o.started = true;
+		if (srd_respond_stream(res, 200, "application/x-ndjson") < 0)
+			o.gone = true;
+		if (fresh)
+			emit_text(&o, "stderr", restarted, strlen(restarted));
 		struct watch w;
 		watch_start(&w, req->peer->fd, c->kernel);
 		int rc = sr_kernel_run(c->kernel, &rr, &r, &err);
 		watch_stop(&w);
-		if (rc < 0) {
+		flush_output(&o);
+		if (rc < 0 && o.started) { /* it had begun: the error is an item */
+			emit_error(&o, "SaferunError", err.msg, "");
+		} else if (rc < 0) {
 			srd_run_refused(&err, &e);
 			srd_e2b_error(res, e.status, e.msg);
 		} else {
 			ran = true;
 			c->executions++;
 			bool died = !sr_kernel_alive(c->kernel);
-			if (fresh)
-				emit_text(
-				    &o, "stderr",
-				    "saferun: this context's interpreter had ended and was "
-				    "started again: its variables are gone (its files stay)\n",
-				    strlen("saferun: this context's interpreter had ended and "
-					   "was started again: its variables are gone (its "
-					   "files stay)\n"));
-			emit_text(&o, "stdout", r.out.data, r.out.len);
-			emit_text(&o, "stderr", r.err.data, r.err.len);
 			bool had_error = emit_notebook(&o, sb, c);
 			if (!had_error && r.status != SR_STATUS_OK && r.status != SR_STATUS_ERROR)
 				emit_status_error(&o, &r, died);
@@ -452,8 +540,10 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 			cJSON *end = cJSON_CreateObject();
 			cJSON_AddStringToObject(end, "type", "end_of_execution");
 			emit(&o, end);
-			if (died)
+			if (died) {
 				drop_kernel(sb, c);
+				c->lost = true;
+			}
 			srd_run_record(ctx, &r, srd_session_policy_name(sb->session), sb->id,
 				       req->peer, t1 - t0, srd_now_ms() - t0, rr.code_size);
 			sr_result_free(&r);
@@ -462,7 +552,7 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 	pthread_mutex_unlock(&c->run_lock);
 	pthread_rwlock_unlock(&sb->exec_gate);
 	srd_run_leave_gate(ctx, req->peer);
-	if (ran) {
+	if (ran && !res->streamed) {
 		if (o.failed) {
 			free(o.buf);
 			jupyter_error(res, 500, "out of memory for the run's answer");
@@ -567,6 +657,7 @@ static void contexts_restart(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req
 	pthread_mutex_lock(&c->run_lock);
 	drop_kernel(sb, c);
 	c->executions = 0;
+	c->lost = false; /* asked for: no notice */
 	pthread_mutex_unlock(&c->run_lock);
 	context_release(sb, c);
 	srd_respond_text(res, 204, "application/json", NULL, 0);

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-
 void srd_respond_text(srd_response *res, unsigned status, const char *type, char *body, size_t len)
 {
 	free(res->body);
@@ -150,7 +149,8 @@ static void stream_flush(srd_stream *s, bool wait)
 {
 	size_t off = 0;
 	while (!s->gone && off < s->queued) {
-		ssize_t n = send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n =
+		    send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
