@@ -6,6 +6,11 @@
 #include "connect.h"
 #include "envd.h"
 
+static void end_state(void *state)
+{
+	srd_envd_end(state);
+}
+
 static void free_state(void *state)
 {
 	srd_envd_free(state);
@@ -27,8 +32,10 @@ void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox *sb, const srd_request
 		return srd_connect_reply_error(res, &e);
 	}
 	pthread_mutex_lock(&sb->lock);
-	if (!sb->envd_state && (sb->envd_state = srd_envd_new()))
+	if (!sb->envd_state && (sb->envd_state = srd_envd_new())) {
+		sb->envd_state_end = end_state;
 		sb->envd_state_free = free_state;
+	}
 	srd_envd *env = sb->envd_state;
 	pthread_mutex_unlock(&sb->lock);
 	if (!env) {

@@ -100,6 +100,13 @@ static void proc_free(envd_proc *p)
 	free(p);
 }
 
+void srd_envd_end(srd_envd *env)
+{
+	pthread_mutex_lock(&env->lock);
+	sr_kernel_kill(env->kernel); /* pid 1 of their namespace: all of them */
+	pthread_mutex_unlock(&env->lock);
+}
+
 void srd_envd_free(srd_envd *env)
 {
 	if (!env)

@@ -15,6 +15,9 @@
 typedef struct srd_envd srd_envd;
 
 srd_envd *srd_envd_new(void);
+/* The sandbox ended: kill its commands now (their streams end as
+ * killed); requests may still hold env. */
+void srd_envd_end(srd_envd *env);
 /* Kill its commands, close its watchers, free it. */
 void srd_envd_free(srd_envd *env);
 /* Serve one envd request for session ss. */
