@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "json.h"
 
 #define MAX_MESSAGE (16u << 20)
 
@@ -77,8 +78,11 @@ static int parse_object(const char *text, size_t len, cJSON **msg, srd_cerr *e)
 		*msg = cJSON_CreateObject();
 		return 0;
 	}
-	if (memchr(text, '\0', len))
-		return srd_cfail(e, "invalid_argument", "the message has a NUL byte");
+	/* No NUL byte, no \u0000 escape (C strings would cut a path short),
+	 * valid UTF-8: as every JSON body the daemon takes. */
+	srd_ferr fe = { 0 };
+	if (srd_json_text_check(text, len, &fe))
+		return srd_cfail(e, "invalid_argument", "%s", fe.msg);
 	const char *end = NULL;
 	*msg = cJSON_ParseWithLengthOpts(text, len, &end, false);
 	if (!*msg || !cJSON_IsObject(*msg)) {

@@ -601,10 +601,17 @@ static unsigned files_status(const srd_cerr *e)
 							    : 400;
 }
 
-static const char *query(const srd_request *req, const char *name)
+/* A query parameter, decoded; *nul when it held a NUL byte (%00), which a
+ * C string would silently cut short. */
+static const char *query(const srd_request *req, const char *name, bool *nul)
 {
-	return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name)
-			 : NULL;
+	const char *v = NULL;
+	size_t len = 0;
+	if (req->conn && MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name,
+						       strlen(name), &v, &len) != MHD_YES)
+		v = NULL;
+	*nul = v && strlen(v) != len;
+	return v;
 }
 
 static void files_get(srd_session *ss, const srd_request *req, srd_response *res)
@@ -612,7 +619,10 @@ static void files_get(srd_session *ss, const srd_request *req, srd_response *res
 	char rel[SR_WORKSPACE_PATH_MAX + 1];
 	const char *prefix;
 	srd_cerr e = { 0 };
-	const char *path = query(req, "path");
+	bool nul;
+	const char *path = query(req, "path", &nul);
+	if (nul)
+		return files_error(res, 400, "the query parameter \"path\" has a NUL byte");
 	if (!path || !*path)
 		return files_error(res, 400, "the query parameter \"path\" is required");
 	if (ws_path(ss, path, rel, sizeof rel, &prefix, &e))
@@ -657,8 +667,11 @@ static int write_one(srd_session *ss, const char *path, const char *data, size_t
 static void files_post(srd_session *ss, const srd_request *req, srd_response *res)
 {
 	srd_cerr e = { 0 };
-	const char *path = query(req, "path");
+	bool nul;
+	const char *path = query(req, "path", &nul);
 	const char *ct = req->content_type ? req->content_type : "";
+	if (nul)
+		return files_error(res, 400, "the query parameter \"path\" has a NUL byte");
 	if (srd_request_header(req, "Content-Encoding"))
 		return files_error(res, 415,
 				   "compressed uploads are not served (send gzip: false)");

@@ -93,6 +93,8 @@ def test_envd_through_the_e2b_sdk(make_daemon):
         assert isinstance(t[name], dict), (name, t[name])
     assert "..\" part" in t["dotdot"]["message"], t["dotdot"]
     assert "outside the sandbox's files" in t["outside"]["message"], t["outside"]
+    assert "NUL byte" in t["nul_read"]["message"], t["nul_read"]
+    assert t["nul_stat"]["code"] == 3 and "NUL" in t["nul_stat"]["message"], t["nul_stat"]
 
     r = out["run"]
     assert r["ok"]["exitCode"] == 0, r

@@ -91,7 +91,9 @@ await step('traversal', async () => ({
   dotdot: await failure(() => sb.files.read('/home/user/../../etc/passwd')),
   outside: await failure(() => sb.files.read('/etc/passwd')),
   list_outside: await failure(() => sb.files.list('/etc')),
-  write_outside: await failure(() => sb.files.write('/tmp/x.txt', 'x'))
+  write_outside: await failure(() => sb.files.write('/tmp/x.txt', 'x')),
+  nul_read: await failure(() => sb.files.read('/home/user/a.txt\u0000.png')),
+  nul_stat: await failure(() => sb.files.rpc.stat({ path: '/home/user/a\u0000b' }))
 }))
 
 await step('run', async () => {
