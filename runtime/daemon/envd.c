@@ -734,8 +734,9 @@ static envd_proc *find_proc_locked(srd_envd *env, const cJSON *msg)
 	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(msg, "process");
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(sel, "pid");
 	const cJSON *tag = cJSON_GetObjectItemCaseSensitive(sel, "tag");
+	bool by_pid = cJSON_IsNumber(pid) && pid->valuedouble >= 1 && pid->valuedouble <= 4194304;
 	for (envd_proc *p = env->procs; p; p = p->next)
-		if ((cJSON_IsNumber(pid) && p->pid == (uint32_t)pid->valuedouble) ||
+		if ((by_pid && p->pid == (uint32_t)pid->valuedouble) ||
 		    (cJSON_IsString(tag) && p->tag && strcmp(p->tag, tag->valuestring) == 0))
 			return p;
 	return NULL;
@@ -774,6 +775,8 @@ static void unlink_proc_locked(srd_envd *env, envd_proc *p)
 
 static char **build_env(const sr_policy *pol, const cJSON *envs)
 {
+	if (!cJSON_IsObject(envs))
+		envs = NULL; /* a map in JSON is an object; anything else adds nothing */
 	size_t n = pol->n_env + (size_t)cJSON_GetArraySize(envs);
 	char **out = calloc(n + 1, sizeof *out);
 	size_t k = 0;

@@ -102,6 +102,7 @@ def test_envd_through_the_e2b_sdk(make_daemon):
     assert r["ok"]["stderr"] == "err\n"
     assert r["bad"]["error"] == "CommandExitError" and r["bad"]["exitCode"] == 3, r
     assert r["bad"]["stdout"] == "partial\n" and r["bad"]["stderr"] == "oops\n"
+    assert r["envCwd"] == "bar baz\n/work/bin\n", r  # envs, and cwd under /home/user
 
     assert out["stream"] == ["one\n", "two\n"], out["stream"]  # two chunks, in order
     assert out["stdin"] == {"exitCode": 0, "stdout": "hello stdin\n"}, out["stdin"]

@@ -99,7 +99,8 @@ await step('traversal', async () => ({
 await step('run', async () => {
   const ok = await sb.commands.run('echo out; echo err >&2; pwd; id -u; ls')
   const bad = await failure(() => sb.commands.run('echo partial; echo oops >&2; exit 3'))
-  return { ok: { exitCode: ok.exitCode, stdout: ok.stdout, stderr: ok.stderr }, bad }
+  const envCwd = await sb.commands.run('echo "$FOO"; pwd', { envs: { FOO: 'bar baz' }, cwd: '/home/user/bin' })
+  return { ok: { exitCode: ok.exitCode, stdout: ok.stdout, stderr: ok.stderr }, bad, envCwd: envCwd.stdout }
 })
 
 await step('stream', async () => {
