@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -244,6 +245,15 @@ static void emit_text(struct out *o, const char *type, const char *data, size_t 
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "type", type);
 	cJSON_AddStringToObject(j, "text", s ? s : "");
+	/* when it came, as E2B's interpreter says it (the Python SDK reads it) */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char when[48], base[32];
+	strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when, sizeof when, "%s.%06ldZ", base, ts.tv_nsec / 1000);
+	cJSON_AddStringToObject(j, "timestamp", when);
 	free(s);
 	emit(o, j);
 }

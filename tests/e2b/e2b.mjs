@@ -170,6 +170,12 @@ await step('pause', async () => {
   const info = await sb.getInfo()
   const listed = (await Sandbox.list({ query: { state: ['paused'] } }).nextItems()).map((s) => s.sandboxId)
   const running = await sb.isRunning()
+  if (process.env.E2B_PAUSE_HANDSHAKE) {
+    // the test looks at the sandbox's cgroups now, then says go on
+    console.log(JSON.stringify({ paused: sb.sandboxId }))
+    await new Promise((resolve) => process.stdin.once('data', resolve))
+    process.stdin.pause()
+  }
   let run
   try {
     await sb.runCode('1')
