@@ -724,7 +724,7 @@ static int ensure_kernel(srd_ctx *ctx, srd_envd *env, srd_session *ss, srd_cerr 
 	int rc = sr_kernel_start(&ko, &env->kernel, &err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0)
-		return srd_cfail(e, "unavailable", "the sandbox for commands could not start: %s",
+		return srd_cfail(e, "internal", "the sandbox for commands could not start: %s",
 				 err.msg);
 	return 0;
 }
