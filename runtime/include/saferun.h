@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -199,6 +200,11 @@ typedef struct sr_policy {
 		unsigned cache_entries;
 		uint64_t install_wall_ms, install_memory_bytes, max_size_bytes;
 	} dependencies;
+	/* May a client start commands (/bin/sh and the rest of the rootfs) in
+	 * the sandbox, as E2B's envd does (docs/e2b.md)? They are bounded by
+	 * the kernel layers alone (namespaces, cgroup, seccomp, read-only
+	 * rootfs, network mode); the checker and its audit hook are Python's. */
+	bool commands_enabled;
 } sr_policy;
 typedef struct sr_deps_policy sr_deps_policy;
 typedef struct sr_warm_policy sr_warm_policy;
@@ -478,7 +484,23 @@ typedef struct sr_workspace_entry {
 	uint64_t size;
 	char type;         /* 'f' file, 'd' dir, 'l' symlink, 'o' other */
 	uint64_t mtime_ns; /* last modified, CLOCK_REALTIME */
+	uint32_t mode;     /* permission bits (07777) */
 } sr_workspace_entry;
+
+/* One entry ("" is the root), not followed if it is a symlink; path is left
+ * NULL in *out. */
+SR_PUBLIC int sr_workspace_stat(const sr_workspace *ws, const char *path, sr_workspace_entry *out,
+				sr_error *err);
+/* Make a dir (and its missing parents), owned by the sandbox user. EEXIST
+ * when something is already there. */
+SR_PUBLIC int sr_workspace_mkdir(sr_workspace *ws, const char *path, sr_error *err);
+/* Move a file or dir to another path (parents of to made; what is at to is
+ * replaced as rename(2) would). */
+SR_PUBLIC int sr_workspace_rename(sr_workspace *ws, const char *from, const char *to,
+				  sr_error *err);
+/* An O_PATH fd on a dir of the workspace ("" the root), for the caller to
+ * close: to watch it (inotify through /proc/self/fd). */
+SR_PUBLIC int sr_workspace_open_dir(const sr_workspace *ws, const char *path, sr_error *err);
 
 /* The memory a listing may hold: its entries, their paths and the names of
  * the dirs it is walking. Each path holds every dir above it, so without a
@@ -551,6 +573,31 @@ SR_PUBLIC bool sr_kernel_alive(const sr_kernel *k);
 SR_PUBLIC void sr_kernel_kill(sr_kernel *k);
 /* Kill it and release everything it holds (the workspace stays). */
 SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
+
+/* A command in a kernel's sandbox, as `docker exec` starts one: it enters
+ * the kernel's namespaces (user, mount, pid, net, ipc, uts, cgroup) and
+ * cgroup, then takes the same steps the sandbox's own processes took
+ * (rlimits, the sandbox uid, every capability dropped, no_new_privs, only
+ * its stdio fds, the policy's seccomp filter) before it execs o->path. It
+ * is bounded by the kernel layers alone: the checker and the runner's
+ * audit hook are Python's, not a command's. It ends, at the latest, with
+ * the kernel. */
+typedef struct sr_exec_options {
+	const char *path;  /* absolute, in the sandbox's filesystem */
+	char *const *argv; /* argv[0] first, NULL-terminated */
+	char *const *envp; /* NULL: the policy's environment */
+	const char *cwd;   /* in the sandbox; NULL: the policy's workdir */
+	int stdio[3];      /* its stdin, stdout, stderr: the caller's fds (kept open) */
+} sr_exec_options;
+
+typedef struct sr_exec_proc {
+	int pidfd;    /* the caller's child: waitid(P_PIDFD) reaps it; caller closes */
+	pid_t pid;    /* as the host sees it (its process group too) */
+	pid_t ns_pid; /* as the sandbox sees it */
+} sr_exec_proc;
+
+SR_PUBLIC int sr_kernel_exec(sr_kernel *k, const sr_exec_options *o, sr_exec_proc *out,
+			     sr_error *err);
 
 /* ---- the pre-execution checker ---------------------------------------- */
 

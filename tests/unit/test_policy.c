@@ -311,11 +311,11 @@ static void test_document_errors(void)
 	expect_error("[1, 2]", "t.json: policy: expected an object, got an array");
 	expect_error("{\"foo\": 1}",
 		     "t.json: policy.foo: unknown key (known: preset, limits, filesystem, network, "
-		     "environment, seccomp, checker, warm, dependencies, comment)");
+		     "environment, seccomp, checker, warm, dependencies, commands, comment)");
 	expect_error(
 	    "{\"Limits\": {}}",
 	    "t.json: policy.Limits: unknown key (known: preset, limits, filesystem, network, "
-	    "environment, seccomp, checker, warm, dependencies, comment)");
+	    "environment, seccomp, checker, warm, dependencies, commands, comment)");
 	expect_error("{\"comment\": 1}", "t.json: policy.comment: expected a string, got 1");
 	expect_error("{\n  \"limits\": {\n    \"pids\": 64,\n  }\n}",
 		     "t.json: policy: malformed JSON at line 4, column 4 (byte 35)");
@@ -605,6 +605,29 @@ static void test_warm_section(void)
 	CHECK(p->warm.fallback_cold);
 	CHECK(!p->warm.refill_eager); /* "idle" */
 	sr_policy_free(p);
+}
+
+static void test_commands_section(void)
+{
+	sr_policy *p = load("{}");
+	CHECK(p && p->commands_enabled); /* the default: allowed (docs/e2b.md says why) */
+	sr_policy_free(p);
+	p = load("{\"commands\": {\"comment\": \"x\", \"enabled\": false}}");
+	CHECK(p && !p->commands_enabled);
+	char *json = p ? sr_policy_to_json(p) : NULL;
+	sr_policy *back = NULL;
+	sr_error err = { 0 };
+	CHECK(json && sr_policy_load_json(json, strlen(json), "t.json", &back, &err) == 0);
+	CHECK(back && !back->commands_enabled); /* the JSON form carries it */
+	sr_policy_free(back);
+	free(json);
+	sr_policy_free(p);
+	expect_error("{\"commands\": {\"enabled\": \"yes\"}}",
+		     "t.json: policy.commands.enabled: expected true or false, got \"yes\"");
+	expect_error("{\"commands\": {\"shell\": 1}}",
+		     "t.json: policy.commands.shell: unknown key (known: enabled, comment)");
+	expect_error("{\"commands\": true}",
+		     "t.json: policy.commands: expected an object, got true");
 }
 
 static void test_warm_errors(void)
@@ -1329,6 +1352,7 @@ int main(void)
 	test_seccomp_size_caps();
 	test_warm_section();
 	test_warm_errors();
+	test_commands_section();
 	test_dependencies_section();
 	test_dependencies_errors();
 	test_warm_preload_names();

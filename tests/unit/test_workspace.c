@@ -779,6 +779,62 @@ static void test_cleanup_stale_removes_abandoned_workspaces(void)
 	CHECK_INT(sr_workspace_cleanup_stale(stale, &err), 0); /* missing: nothing to do */
 }
 
+/* stat, mkdir, rename and open_dir (E2B's envd): the same path rules, a
+ * symlink reported as one and never followed, nothing moved outside. */
+static void test_stat_mkdir_rename_and_open_dir(void)
+{
+	sr_error err = { 0 };
+	sr_workspace_entry en;
+	struct stat st;
+	sr_workspace *ws = make("s12", 1 * MIB);
+	REQUIRE(ws);
+	CHECK_INT(sr_workspace_mkdir(ws, "a/b/c", &err), 0);
+	CHECK(stat(host(ws, "a/b/c"), &st) == 0 && S_ISDIR(st.st_mode) &&
+	      st.st_uid == sandbox_host_uid);
+	CHECK_INT(sr_workspace_mkdir(ws, "a/b/c", &err), -1);
+	CHECK_INT(err.errnum, EEXIST);
+	CHECK_INT(sr_workspace_stat(ws, "a/b", &en, &err), 0);
+	CHECK(en.type == 'd' && en.mode == 0755);
+	CHECK_INT(sr_workspace_stat(ws, "", &en, &err), 0); /* the root */
+	CHECK(en.type == 'd');
+	CHECK_INT(write_str(ws, "a/f.txt", "12345", &err), 0);
+	CHECK_INT(sr_workspace_stat(ws, "a/f.txt", &en, &err), 0);
+	CHECK(en.type == 'f' && en.size == 5 && en.mode == 0644 && en.mtime_ns > 0);
+	CHECK_INT(sr_workspace_stat(ws, "a/none", &en, &err), -1);
+	CHECK_INT(err.errnum, ENOENT);
+	CHECK_INT(sr_workspace_stat(ws, "a/../x", &en, &err), -1);
+	CHECK_INT(err.errnum, EINVAL);
+	/* a link is itself; through one is ELOOP */
+	CHECK(symlink("/etc", host(ws, "a/etc")) == 0);
+	CHECK_INT(sr_workspace_stat(ws, "a/etc", &en, &err), 0);
+	CHECK(en.type == 'l');
+	CHECK_INT(sr_workspace_stat(ws, "a/etc/passwd", &en, &err), -1);
+	CHECK_INT(err.errnum, ELOOP);
+	CHECK_INT(sr_workspace_mkdir(ws, "a/etc/new", &err), -1);
+	CHECK_INT(err.errnum, ELOOP);
+	CHECK(!exists("/etc/new"));
+	CHECK_INT(sr_workspace_open_dir(ws, "a/etc", &err), -1);
+	CHECK_INT(err.errnum, ELOOP);
+	int fd = sr_workspace_open_dir(ws, "a/b", &err);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	/* rename: parents made, the target replaced, never a dir into itself,
+	 * never through a link */
+	CHECK_INT(sr_workspace_rename(ws, "a/f.txt", "x/y/g.txt", &err), 0);
+	CHECK(!exists(host(ws, "a/f.txt")) && exists(host(ws, "x/y/g.txt")));
+	CHECK_INT(sr_workspace_rename(ws, "a", "a/b/inside", &err), -1);
+	CHECK_INT(err.errnum, EINVAL);
+	CHECK_INT(sr_workspace_rename(ws, "x/y/g.txt", "a/etc/moved", &err), -1);
+	CHECK_INT(err.errnum, ELOOP);
+	CHECK(!exists("/etc/moved"));
+	CHECK_INT(sr_workspace_rename(ws, "a/etc", "etc-link", &err), 0); /* the link moves */
+	CHECK(lstat(host(ws, "etc-link"), &st) == 0 && S_ISLNK(st.st_mode));
+	CHECK_INT(sr_workspace_rename(ws, "missing", "there", &err), -1);
+	CHECK_INT(err.errnum, ENOENT);
+	sr_workspace_destroy(ws);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -806,6 +862,7 @@ int main(void)
 	test_swapping_a_dir_for_a_symlink_mid_call_never_escapes();
 	test_bad_and_taken_ids_are_refused();
 	test_cleanup_stale_removes_abandoned_workspaces();
+	test_stat_mkdir_rename_and_open_dir();
 	/* Every test destroyed its workspaces: the base dir is empty. */
 	CHECK(rmdir(base) == 0);
 	return check_report();

@@ -656,6 +656,92 @@ int sr_workspace_remove(sr_workspace *ws, const char *path, sr_error *err)
 	return rc < 0 ? ws_fail(ws, err, -rc, "remove", path) : 0;
 }
 
+/* ---- single entries: stat, mkdir, rename, a dir's fd ------------------------ */
+
+int sr_workspace_stat(const sr_workspace *ws, const char *path, sr_workspace_entry *out,
+		      sr_error *err)
+{
+	struct stat st;
+	memset(out, 0, sizeof *out);
+	if (*path && check_path(path, err))
+		return -1;
+	/* O_PATH without O_NOFOLLOW's help: RESOLVE_NO_SYMLINKS refuses a link
+	 * on the way (ELOOP); a link at the end is handed back as itself. */
+	int fd = ws_open(ws->root_fd, *path ? path : ".", O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return ws_fail(ws, err, errno, "stat", path);
+	int rc = fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return ws_fail(ws, err, -rc, "stat", path);
+	out->type = S_ISREG(st.st_mode)   ? 'f'
+		    : S_ISDIR(st.st_mode) ? 'd'
+		    : S_ISLNK(st.st_mode) ? 'l'
+					  : 'o';
+	out->size = out->type == 'd' ? 0 : (uint64_t)st.st_size;
+	out->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	out->mode = (uint32_t)(st.st_mode & 07777);
+	return 0;
+}
+
+int sr_workspace_mkdir(sr_workspace *ws, const char *path, sr_error *err)
+{
+	const char *name = NULL;
+	if (check_path(path, err))
+		return -1;
+	int dir = open_parent(ws, path, true, &name);
+	if (dir < 0)
+		return ws_fail(ws, err, -dir, "make dir", path);
+	int fd = ws_open(dir, name, O_PATH, 0);
+	int rc = fd >= 0 ? -EEXIST : errno != ENOENT ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0) {
+		fd = open_dir(ws, dir, name, true);
+		rc = fd < 0 ? fd : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dir);
+	if (rc == -EEXIST)
+		return sr_refuse(err, EEXIST, "make dir \"%s\" in workspace %s: it already exists",
+				 path, ws->id);
+	return rc < 0 ? ws_fail(ws, err, -rc, "make dir", path) : 0;
+}
+
+int sr_workspace_rename(sr_workspace *ws, const char *from, const char *to, sr_error *err)
+{
+	const char *fname = NULL, *tname = NULL;
+	if (check_path(from, err) || check_path(to, err))
+		return -1;
+	size_t flen = strlen(from);
+	if (strncmp(to, from, flen) == 0 && to[flen] == '/')
+		return sr_refuse(err, EINVAL,
+				 "move \"%s\" to \"%s\": a dir cannot go inside itself", from, to);
+	int fdir = open_parent(ws, from, false, &fname);
+	if (fdir < 0)
+		return ws_fail(ws, err, -fdir, "move", from);
+	int tdir = open_parent(ws, to, true, &tname);
+	if (tdir < 0) {
+		close(fdir);
+		return ws_fail(ws, err, -tdir, "move to", to);
+	}
+	/* renameat never follows either name: a symlink moves as itself, and
+	 * one at the destination is replaced, never written through. */
+	int rc = renameat(fdir, fname, tdir, tname) < 0 ? -errno : 0;
+	close(fdir);
+	close(tdir);
+	return rc < 0 ? ws_fail(ws, err, -rc, "move", from) : 0;
+}
+
+int sr_workspace_open_dir(const sr_workspace *ws, const char *path, sr_error *err)
+{
+	if (*path && check_path(path, err))
+		return -1;
+	int fd = ws_open(ws->root_fd, *path ? path : ".", O_PATH | O_DIRECTORY, 0);
+	return fd >= 0 ? fd : ws_fail(ws, err, errno, "open dir", path);
+}
+
 /* ---- listing -------------------------------------------------------------- */
 
 /* A listing's memory is bounded in bytes as well as entries: each path
@@ -717,6 +803,7 @@ static int list_add(struct lister *l, char *path, const struct stat *st)
 					 : 'o';
 	e->size = e->type == 'd' ? 0 : (uint64_t)st->st_size;
 	e->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+	e->mode = (uint32_t)(st->st_mode & 07777);
 	return 0;
 }
 

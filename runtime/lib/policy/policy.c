@@ -1492,6 +1492,19 @@ static int parse_either(const struct ctx *c, const char *path, const cJSON *v, c
 	return 0;
 }
 
+static int parse_commands(const struct ctx *c, const cJSON *obj, sr_policy *p)
+{
+	static const char *const keys[] = { "enabled", "comment", NULL };
+	const cJSON *v;
+
+	if (check_keys(c, "policy.commands", obj, keys) < 0)
+		return -1;
+	if ((v = get(obj, "enabled")) &&
+	    get_bool(c, "policy.commands.enabled", v, &p->commands_enabled) < 0)
+		return -1;
+	return 0;
+}
+
 static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
 	static const char *const keys[] = { "enabled",  "preload", "warmup",  "pool_size",
@@ -1759,9 +1772,9 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
-	static const char *const keys[] = { "preset",       "limits",  "filesystem", "network",
-					    "environment",  "seccomp", "checker",    "warm",
-					    "dependencies", "comment", NULL };
+	static const char *const keys[] = { "preset",       "limits",   "filesystem", "network",
+					    "environment",  "seccomp",  "checker",    "warm",
+					    "dependencies", "commands", "comment",    NULL };
 	const cJSON *v;
 
 	if (check_keys(c, "policy", root, keys) < 0)
@@ -1783,6 +1796,8 @@ static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 	if ((v = get(root, "warm")) && parse_warm(c, v, p) < 0)
 		return -1;
 	if ((v = get(root, "dependencies")) && parse_dependencies(c, v, p) < 0)
+		return -1;
+	if ((v = get(root, "commands")) && parse_commands(c, v, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
 		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
@@ -1923,6 +1938,7 @@ static sr_policy *policy_new(const char *name)
 	p->checker.memory_bytes = 256 * MIB;
 	p->warm.pool_size = 2;
 	p->warm.fallback_cold = true;
+	p->commands_enabled = true;
 	p->dependencies.cache = true;
 	p->dependencies.cache_entries = 32;
 	p->dependencies.install_wall_ms = 120 * 1000;
@@ -2308,6 +2324,12 @@ static int add_checker(cJSON *root, const sr_policy *p)
 	return 0;
 }
 
+static int add_commands(cJSON *root, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "commands");
+	return o && cJSON_AddBoolToObject(o, "enabled", p->commands_enabled) ? 0 : -1;
+}
+
 static int add_warm(cJSON *root, const sr_policy *p)
 {
 	const struct sr_warm_policy *w = &p->warm;
@@ -2363,7 +2385,7 @@ char *sr_policy_to_json(const sr_policy *p)
 	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
 	    add_network(root, p) < 0 || add_env(root, p) < 0 ||
 	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0 ||
-	    add_warm(root, p) < 0 || add_dependencies(root, p) < 0)
+	    add_warm(root, p) < 0 || add_dependencies(root, p) < 0 || add_commands(root, p) < 0)
 		goto out;
 	text = cJSON_Print(root);
 out:

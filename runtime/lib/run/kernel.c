@@ -20,6 +20,7 @@
 #include "box/box.h"
 #include "checker/checker.h"
 #include "deps.h"
+#include "run.h"
 
 #define CTL_MSG_MAX  65536
 #define FLAG_NOCHECK 1
@@ -79,6 +80,11 @@ bool sr_kernel_alive(const sr_kernel *k)
 	 * of a thread the code left running): the pidfd says so. */
 	struct pollfd p = { .fd = k->box.pidfd, .events = POLLIN };
 	return poll(&p, 1, 0) == 0;
+}
+
+sr_box *sr_kernel_box(sr_kernel *k)
+{
+	return &k->box;
 }
 
 /* Code then stdin, sealed: the kernel reads them at its pace. */

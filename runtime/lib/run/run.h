@@ -11,4 +11,8 @@
  * layer (deps.c), then a cold sandbox, start to end. */
 int sr_box_run_cold(const sr_run_request *req, sr_result *res, sr_error *err);
 
+/* The sandbox a kernel runs in (kernel_exec.c starts commands in it). */
+struct sr_box;
+struct sr_box *sr_kernel_box(sr_kernel *k);
+
 #endif
