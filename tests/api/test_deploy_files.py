@@ -175,7 +175,8 @@ def test_k8s_service_and_router_point_at_the_right_things():
 
 
 def check_router_config(nodes, args):
-    """render the node list as the deployment does; haproxy -c accepts it."""
+    """render the node list as the deployment does; haproxy -c accepts it.
+    Returns the rendered nodes.map and haproxy.cfg."""
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "nodes"), "w") as f:
             f.write(nodes)
@@ -193,7 +194,7 @@ def check_router_config(nodes, args):
                            env={"SAFERUN_TOKEN": "t" * 32, "PATH": os.environ["PATH"]})
         assert p.returncode == 0, p.stdout + p.stderr
         with open(os.path.join(d, "nodes.map")) as f:
-            return f.read()
+            return f.read(), cfg
 
 
 def nomad_job(name):
@@ -246,8 +247,17 @@ def test_nomad_router_lists_the_nodes_the_system_job_registers():
 
 
 def test_render_maps_each_node_to_its_backend_and_refuses_a_bad_list():
-    assert check_router_config("n1 10.0.0.1:8000\nn-2 [::1]:8000\n", []) == \
-        "n1 node_n1\nn-2 node_n-2\n"
+    nodes_map, cfg = check_router_config("n1 10.0.0.1:8000\nn-2 [::1]:8000\n", [])
+    assert nodes_map == "n1 node_n1\nn-2 node_n-2\n"
+    # each node's session backend has no check of its own: its server
+    # tracks the node's pool server (DOWN, NOLB together), and use-server
+    # sends to it while it is NOLB (draining or full)
+    for node, addr in (("n1", "10.0.0.1:8000"), ("n-2", "[::1]:8000")):
+        backend = cfg.split(f"\nbackend node_{node}\n", 1)[1].split("\n\n", 1)[0]
+        servers = [line.split() for line in backend.splitlines() if line.split()[:1] == ["server"]]
+        assert servers == [["server", node, addr, "track", f"pool/{node}"]], backend
+        assert f"    use-server {node} if TRUE\n" in backend, backend
+    assert "    http-check expect status 200 error-status L7OKC\n" in cfg
     for bad, why in (("N1 10.0.0.1:8000\n", "is not"), ("n1 10.0.0.1\n", "is not"),
                      ("n1 1.2.3.4:1\nn1 1.2.3.5:1\n", "listed twice"), ("# none\n", "empty")):
         with tempfile.TemporaryDirectory() as d:
