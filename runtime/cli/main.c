@@ -216,6 +216,7 @@ static int run_warm(sr_policy *p, const sr_run_request *req, sr_result *res, sr_
 	sr_warm *w;
 	p->warm.enabled = true;
 	p->warm.pool_size = 0;
+	p->warm.pool_size_auto = false;
 	p->warm.fallback_cold = false;
 	if (sr_warm_start(p, req->rootfs_dir, &w, err))
 		return -1;
