@@ -10,7 +10,7 @@
 
 struct srd_warm_pool {
 	char *policy;
-	sr_warm *w;   /* NULL: the policy is warm but runs cold, for cold_why */
+	sr_warm *w; /* NULL: the policy is warm but runs cold, for cold_why */
 	char *cold_why;
 	unsigned refs;
 	bool retired; /* replaced by a reload: stopped when refs is 0 */
@@ -48,8 +48,9 @@ static srd_warm_pool *start_pool(srd_warm *t, const char *name, const sr_policy 
 	else if (sr_warm_start(p, t->rootfs_dir, &pool->w, &err) == 0) {
 		sr_warm_stats st;
 		sr_warm_get_stats(pool->w, &st);
-		srd_log("info", "warm", "policy %s: warm pool of %u starting (preload: %zu modules)",
-			pool->policy, st.pool_size, p->warm.n_preload);
+		srd_log("info", "warm",
+			"policy %s: warm pool of %u starting (preload: %zu modules)", pool->policy,
+			st.pool_size, p->warm.n_preload);
 		return pool;
 	}
 	srd_log("warning", "warm", "policy %s runs cold: %s", name, err.msg);

@@ -528,7 +528,8 @@ static uint64_t cgroup_headroom(void)
 	for (char *slash; dir && (slash = strrchr(dir, '/')) && slash - dir > 14; *slash = '\0') {
 		char path[4096];
 		uint64_t limit, used;
-		snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+		snprintf(path, sizeof path, "%s/%s", dir,
+			 v2 ? "memory.max" : "memory.limit_in_bytes");
 		if (sr_read_u64(path, &limit) < 0)
 			continue; /* "max", or not a memory group */
 		snprintf(path, sizeof path, "%s/%s", dir,
@@ -557,7 +558,7 @@ unsigned sr_warm_machine_fit(char *why, size_t why_size)
 	}
 	cpu_set_t set;
 	long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-								   : sysconf(_SC_NPROCESSORS_ONLN);
+								 : sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t by_mem = (mem - SR_WARM_MIN_MEMORY / 2) / (64ull << 20);
 	uint64_t pool = cores > 2 ? (uint64_t)cores : 2;
 	if (pool > by_mem)
