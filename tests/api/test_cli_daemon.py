@@ -85,7 +85,7 @@ def test_the_daemon_path_is_warm_and_options_it_cannot_honour_stay_in_process(ma
     p = cli(["--json", "-c", "print(1)"], d.socket)
     assert json.loads(p.stdout)["path"] == "warm", p
     n = len(runs_logged(d))
-    for own in (["--profile", "host"], ["--no-check"], ["--pids", "16"], ["--preset", "small"],
+    for own in (["--profile", "host"], ["--no-check"], ["--pids", "48"], ["--preset", "small"],
                 ["--no-daemon"]):
         p = cli([*own, "--profile", "host", "--json", "-c", "print(2)"], d.socket)
         assert (p.returncode, json.loads(p.stdout)["path"]) == (0, "cold"), (own, p)
