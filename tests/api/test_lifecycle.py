@@ -27,7 +27,10 @@ def group_procs(groups):
 
 
 def test_sigkill_mid_run_then_restart_removes_the_leftovers(make_daemon):
-    d = make_daemon("--max-runs", "4")
+    # cold runs' groups only: a warm pool's are test_warm.py's
+    # (test_sigkill_of_the_daemon_takes_the_pool_with_it)
+    cold = {**HOST_POLICY, "warm": {"enabled": False}}
+    d = make_daemon("--max-runs", "4", policies={"default": cold, "host": cold})
     with cf.ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(30)"})
                    for _ in range(2)]
