@@ -111,6 +111,8 @@ static char *request_body(const srcli_daemon_run *r)
 		ok = cJSON_AddNumberToObject(o, "memory", (double)r->memory_bytes);
 	if (ok && r->cpu_millis)
 		ok = cJSON_AddNumberToObject(o, "cpus", r->cpu_millis / 1000.0);
+	if (ok && r->on_output)
+		ok = cJSON_AddTrueToObject(o, "stream");
 	char *s = ok ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
 	return s;
@@ -159,77 +161,126 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Everything the daemon sends until it closes, by the deadline. */
-static int read_all(int fd, uint64_t until, char **out, size_t *len)
+/* The daemon's answer as it arrives: the status line and headers, then
+ * the body, de-chunked. */
+struct answer {
+	int fd;
+	uint64_t until;
+	char *raw; /* bytes as received; raw[at..len) not yet decoded */
+	size_t len, cap, at;
+	int status; /* 0: headers not in yet */
+	bool chunked, done;
+	char *body; /* the decoded body, NUL-terminated */
+	size_t body_len, body_cap;
+};
+
+static int grow(char **buf, size_t *cap, size_t need)
 {
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap + 1);
-	while (buf) {
+	if (need + 1 <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 1 << 16;
+	while (c < need + 1)
+		c *= 2;
+	char *g = need > ANSWER_MAX ? NULL : realloc(*buf, c);
+	if (!g)
+		return -1;
+	*buf = g;
+	*cap = c;
+	return 0;
+}
+
+static int add_body(struct answer *a, const char *p, size_t n)
+{
+	if (grow(&a->body, &a->body_cap, a->body_len + n))
+		return -1;
+	memcpy(a->body + a->body_len, p, n);
+	a->body_len += n;
+	a->body[a->body_len] = '\0';
+	return 0;
+}
+
+/* Headers once they are all in; then the chunks that are complete. */
+static int decode(struct answer *a)
+{
+	a->raw[a->len] = '\0';
+	if (!a->status) {
+		char *end = strstr(a->raw, "\r\n\r\n");
+		if (!end)
+			return 0;
+		*end = '\0';
+		if (sscanf(a->raw, "HTTP/1.%*c %d", &a->status) != 1 || a->status <= 0)
+			return -1;
+		a->chunked = strcasestr(a->raw, "\r\ntransfer-encoding: chunked") != NULL;
+		a->at = (size_t)(end + 4 - a->raw);
+	}
+	while (a->chunked && !a->done) {
+		char *line = a->raw + a->at, *eol = strstr(line, "\r\n"), *x;
+		if (!eol)
+			return 0;
+		unsigned long n = strtoul(line, &x, 16);
+		if (x == line)
+			return -1;
+		size_t need = (size_t)(eol + 2 - a->raw) + n + 2;
+		if (need > a->len)
+			return 0;
+		if (n == 0)
+			a->done = true;
+		else if (add_body(a, eol + 2, n))
+			return -1;
+		a->at = need;
+	}
+	if (!a->chunked && a->len > a->at) {
+		if (add_body(a, a->raw + a->at, a->len - a->at))
+			return -1;
+		a->at = a->len;
+	}
+	return 0;
+}
+
+/* More of the answer, by the deadline: 1 read, 0 the daemon closed, -1. */
+static int receive(struct answer *a)
+{
+	for (;;) {
 		uint64_t now = now_ms();
-		struct pollfd pf = { fd, POLLIN, 0 };
-		int ready = now < until ? poll(&pf, 1, (int)(until - now)) : 0;
+		struct pollfd pf = { a->fd, POLLIN, 0 };
+		int ready = now < a->until ? poll(&pf, 1, (int)(a->until - now)) : 0;
 		if (ready < 0 && errno == EINTR)
 			continue;
-		if (ready <= 0 || n >= ANSWER_MAX)
-			break;
-		if (n == cap) {
-			char *g = realloc(buf, 2 * cap + 1);
-			if (!g)
-				break;
-			buf = g;
-			cap *= 2;
-		}
-		ssize_t r = recv(fd, buf + n, cap - n, 0);
+		if (ready <= 0 || grow(&a->raw, &a->cap, a->len + 65536))
+			return -1;
+		ssize_t r = recv(a->fd, a->raw + a->len, a->cap - 1 - a->len, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			break;
-		if (r == 0) {
-			buf[n] = '\0';
-			*out = buf;
-			*len = n;
-			return 0;
+		if (r <= 0)
+			return r < 0 ? -1 : 0;
+		a->len += (size_t)r;
+		return decode(a) ? -1 : 1;
+	}
+}
+
+/* Streamed items, one a line: output to on_output, the last one (the
+ * result, or an error) left in *last. */
+static void take_lines(const srcli_daemon_run *r, struct answer *a, size_t *line_at,
+		       char **last)
+{
+	char *nl;
+	while ((nl = memchr(a->body + *line_at, '\n', a->body_len - *line_at))) {
+		*nl = '\0';
+		cJSON *j = cJSON_Parse(a->body + *line_at);
+		const cJSON *type = cJSON_GetObjectItem(j, "type"),
+			    *data = cJSON_GetObjectItem(j, "data");
+		bool out = cJSON_IsString(type) && (strcmp(type->valuestring, "stdout") == 0 ||
+						   strcmp(type->valuestring, "stderr") == 0);
+		if (out && cJSON_IsString(data))
+			r->on_output(r->on_output_arg, type->valuestring[3] == 'e' ? 2 : 1,
+				     data->valuestring, strlen(data->valuestring));
+		else if (!out) {
+			free(*last);
+			*last = strdup(a->body + *line_at);
 		}
-		n += (size_t)r;
+		cJSON_Delete(j);
+		*line_at = (size_t)(nl + 1 - a->body);
 	}
-	free(buf);
-	return -1;
-}
-
-/* A chunked body decoded in place; -1 when malformed. */
-static int unchunk(char *body, size_t *len)
-{
-	char *in = body, *out = body, *end = body + *len;
-	for (;;) {
-		char *eol;
-		unsigned long n = strtoul(in, &eol, 16);
-		if (eol == in || !(eol = strstr(eol, "\r\n")) || (size_t)(end - eol - 2) < n)
-			return -1;
-		if (n == 0)
-			break;
-		memmove(out, eol + 2, n);
-		out += n;
-		in = eol + 2 + n + 2;
-		if (in > end)
-			return -1;
-	}
-	*len = (size_t)(out - body);
-	body[*len] = '\0';
-	return 0;
-}
-
-/* Status code and body of a whole HTTP/1.1 answer. */
-static int parse_answer(char *raw, size_t n, int *status, char **body, size_t *body_len)
-{
-	char *head_end = strstr(raw, "\r\n\r\n");
-	if (!head_end || sscanf(raw, "HTTP/1.%*c %d", status) != 1)
-		return -1;
-	*head_end = '\0';
-	*body = head_end + 4;
-	*body_len = n - (size_t)(*body - raw);
-	if (strcasestr(raw, "\r\ntransfer-encoding: chunked"))
-		return unchunk(*body, body_len);
-	return 0;
 }
 
 static int take_buf(sr_buf *b, const cJSON *v)
@@ -306,21 +357,32 @@ int srcli_daemon_run_code(const srcli_daemon_run *r, sr_result *res, char **body
 		return say(why, why_size, NOT_HANDED, "send the run to %s: %s", path,
 			   strerror(errno));
 	}
-	uint64_t wait = (r->timeout_ms ? r->timeout_ms : NO_LIMIT_MS) + SLACK_MS;
-	char *raw = NULL, *b;
-	size_t n, blen;
-	int status, rc;
-	if (read_all(fd, now_ms() + wait, &raw, &n) || parse_answer(raw, n, &status, &b, &blen))
+	struct answer a = { .fd = fd,
+			    .until = now_ms() + (r->timeout_ms ? r->timeout_ms : NO_LIMIT_MS) +
+				     SLACK_MS };
+	char *last = NULL;
+	size_t line_at = 0;
+	int got;
+	while ((got = receive(&a)) > 0 && !a.done)
+		if (a.status == 200 && r->on_output)
+			take_lines(r, &a, &line_at, &last);
+	if (a.status == 200 && r->on_output)
+		take_lines(r, &a, &line_at, &last);
+	int rc;
+	if (got < 0 || !a.status)
 		rc = say(why, why_size, ANSWER_LOST, "no answer from the daemon at %s", path);
-	else if (status != 200)
-		rc = (refusal(b, status, why, why_size), NOT_HANDED);
-	else if (parse_result(b, res))
-		rc = say(why, why_size, ANSWER_LOST, "the daemon's answer is not a result");
-	else if (!(*body_out = strndup(b, blen)))
+	else if (a.status != 200)
+		rc = (refusal(a.body ? a.body : "", a.status, why, why_size), NOT_HANDED);
+	else if (parse_result(r->on_output ? (last ? last : "") : (a.body ? a.body : ""), res))
+		rc = say(why, why_size, ANSWER_LOST, "the daemon's answer is not a result: %.200s",
+			 last ? last : "");
+	else if (!(*body_out = strdup(r->on_output ? last : a.body)))
 		rc = say(why, why_size, ANSWER_LOST, "out of memory");
 	else
 		rc = HANDED;
 	close(fd);
-	free(raw);
+	free(a.raw);
+	free(a.body);
+	free(last);
 	return rc;
 }

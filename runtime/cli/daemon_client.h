@@ -31,6 +31,10 @@ typedef struct srcli_daemon_run {
 	size_t n_reqs;
 	uint64_t timeout_ms, memory_bytes; /* 0: the daemon's policy's */
 	uint32_t cpu_millis;               /* 0: the daemon's policy's */
+	/* Output as it comes (the answer streams as NDJSON); NULL: one answer
+	 * at the end, which *body then holds as the daemon sent it. */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } srcli_daemon_run;
 
 /* 1: the daemon ran it; res holds the result (status, exit code, signal,

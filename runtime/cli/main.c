@@ -308,16 +308,47 @@ static int exit_code_for(const sr_result *res)
 	}
 }
 
-static int print_result(const sr_result *res, bool json)
+/* The output as it comes (without --json): what went out of each stream
+ * already, so print_result writes only the rest. */
+struct shown {
+	size_t out, err;
+};
+
+static void show_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct shown *sh = arg;
+	int fd = stream == 2 ? STDERR_FILENO : STDOUT_FILENO;
+	*(stream == 2 ? &sh->err : &sh->out) += len;
+	while (len) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+/* What of b was not shown yet (all of it if the shown bytes are not its
+ * start, e.g. a rejected run's SyntaxError from another sandbox). */
+static void print_rest(const sr_buf *b, size_t shown, FILE *f)
+{
+	if (shown > b->len)
+		shown = 0;
+	fwrite(b->data ? b->data + shown : "", 1, b->len - shown, f);
+}
+
+static int print_result(const sr_result *res, bool json, const struct shown *sh)
 {
 	if (json) {
 		char *s = sr_result_to_json(res);
 		puts(s ? s : "{}");
 		free(s);
 	} else {
-		fwrite(res->out.data ? res->out.data : "", 1, res->out.len, stdout);
+		print_rest(&res->out, sh->out, stdout);
 		fflush(stdout);
-		fwrite(res->err.data ? res->err.data : "", 1, res->err.len, stderr);
+		print_rest(&res->err, sh->err, stderr);
 		/* An error of the code's own explains itself; one before it
 		 * ran (its dependencies) does not. */
 		if (res->status != SR_STATUS_OK &&
@@ -391,7 +422,9 @@ static int run_in_daemon(const struct run_opts *o, const sr_run_request *req, sr
 			       .n_reqs = req->n_requirements,
 			       .timeout_ms = o->timeout ? p->limits.wall_ms : 0,
 			       .memory_bytes = o->memory ? p->limits.memory_bytes : 0,
-			       .cpu_millis = o->cpus ? p->limits.cpu_millis : 0 };
+			       .cpu_millis = o->cpus ? p->limits.cpu_millis : 0,
+			       .on_output = req->on_output,
+			       .on_output_arg = req->on_output_arg };
 	char why[512], *body = NULL;
 	int got = srcli_daemon_run_code(&r, res, &body, why, sizeof why);
 	if (got < 0) {
@@ -401,7 +434,7 @@ static int run_in_daemon(const struct run_opts *o, const sr_run_request *req, sr
 		puts(body);
 		*rc = exit_code_for(res);
 	} else if (got > 0) {
-		*rc = print_result(res, false);
+		*rc = print_result(res, false, req->on_output_arg);
 	}
 	free(body);
 	return got != 0;
@@ -417,6 +450,7 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	sr_file *files = calloc((size_t)o->n_files + 1, sizeof *files);
 	char *in = NULL;
 	size_t in_size = 0;
+	struct shown shown = { 0 };
 	int rc = o->policy ? load_policy(o->policy, &p)
 			   : (sr_policy_default(&p, &err) ? usage_error("%s", err.msg) : 0);
 	if (!rc)
@@ -444,11 +478,13 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 				       .n_allow = (size_t)o->n_allow,
 				       .no_check = o->no_check,
 				       .requirements = (const char *const *)reqs,
-				       .n_requirements = n_reqs };
+				       .n_requirements = n_reqs,
+				       .on_output = o->json ? NULL : show_output,
+				       .on_output_arg = &shown };
 		if (!daemon_may_run(o) || !run_in_daemon(o, &req, &res, &rc))
 			rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
 				 ? usage_error("%s", err.msg)
-				 : print_result(&res, o->json);
+				 : print_result(&res, o->json, &shown);
 	}
 	sr_result_free(&res);
 	for (int i = 0; i < o->n_files; i++) {

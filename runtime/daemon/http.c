@@ -1,9 +1,14 @@
 #include "http.h"
 #include "tenants.h"
 
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
 
 void srd_respond_text(srd_response *res, unsigned status, const char *type, char *body, size_t len)
 {
@@ -120,4 +125,142 @@ void srd_respond_attachment(srd_response *res, unsigned status, const char *name
 	if (non_ascii && ext_filename(name, ext, sizeof ext))
 		snprintf(res->content_disposition + n, sizeof res->content_disposition - (size_t)n,
 			 "; filename*=%s", ext);
+}
+
+/* ---- streamed responses ------------------------------------------------ */
+
+static bool stream_gone(srd_stream *s)
+{
+	/* A client that closed (or half-closed) its end reads nothing more. */
+	struct pollfd p = { .fd = s->fd, .events = POLLRDHUP };
+	if (!s->gone && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		s->gone = true;
+	return s->gone;
+}
+
+/* Send what is queued: without waiting (wait false), or until all of it
+ * is sent, the client counting as gone when its socket takes nothing for
+ * SRD_STREAM_WAIT_MS. */
+static void stream_flush(srd_stream *s, bool wait)
+{
+	size_t off = 0;
+	while (!s->gone && off < s->queued) {
+		ssize_t n = send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if ((n < 0 && errno != EAGAIN) || n == 0) {
+			s->gone = true;
+			break;
+		}
+		if (!wait)
+			break;
+		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+		int r = poll(&p, 1, SRD_STREAM_WAIT_MS);
+		if (r == 0 || (r < 0 && errno != EINTR))
+			s->gone = true; /* it would not read: as good as gone */
+	}
+	if (s->gone) {
+		s->queued = 0;
+		return;
+	}
+	memmove(s->queue, s->queue + off, s->queued - off);
+	s->queued -= off;
+}
+
+static int stream_queue(srd_stream *s, const void *data, size_t len)
+{
+	if (s->queued + len > s->queue_cap) {
+		size_t cap = s->queue_cap ? s->queue_cap : 16384;
+		while (cap < s->queued + len)
+			cap *= 2;
+		char *grown = realloc(s->queue, cap);
+		if (!grown)
+			return -1;
+		s->queue = grown;
+		s->queue_cap = cap;
+	}
+	memcpy(s->queue + s->queued, data, len);
+	s->queued += len;
+	return 0;
+}
+
+int srd_respond_stream(srd_response *res, unsigned status, const char *content_type)
+{
+	res->status = status;
+	res->content_type = content_type;
+	res->streamed = true;
+	srd_stream *s = res->stream;
+	if (!s)
+		return 0; /* collected in body */
+	char head[1024];
+	const char *reason = MHD_get_reason_phrase_for(status);
+	int n = snprintf(head, sizeof head,
+			 "HTTP/1.%d %u %s\r\nContent-Type: %s\r\n%sConnection: close\r\n"
+			 "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n",
+			 s->chunked ? 1 : 0, status, reason && *reason ? reason : "Unknown",
+			 content_type, s->chunked ? "Transfer-Encoding: chunked\r\n" : "");
+	for (size_t i = 0; i < res->n_headers && n > 0 && (size_t)n < sizeof head; i++)
+		n += snprintf(head + n, sizeof head - (size_t)n, "%s: %s\r\n", res->headers[i].name,
+			      res->headers[i].value);
+	if (s->node_id && n > 0 && (size_t)n < sizeof head)
+		n +=
+		    snprintf(head + n, sizeof head - (size_t)n, "Saferun-Node: %s\r\n", s->node_id);
+	if (n > 0 && (size_t)n < sizeof head)
+		n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");
+	if (n <= 0 || (size_t)n >= sizeof head || stream_queue(s, head, (size_t)n) < 0) {
+		s->gone = true;
+		return -1;
+	}
+	s->started = true;
+	stream_flush(s, true);
+	return s->gone ? -1 : 0;
+}
+
+int srd_respond_chunk(srd_response *res, const void *data, size_t len)
+{
+	srd_stream *s = res->stream;
+	if (!res->streamed)
+		return -1;
+	if (!s) {
+		char *grown = realloc(res->body, res->body_len + len + 1);
+		if (!grown)
+			return -1;
+		memcpy(grown + res->body_len, data, len);
+		res->body = grown;
+		res->body_len += len;
+		res->body[res->body_len] = '\0';
+		return 0;
+	}
+	if (!s->started || stream_gone(s))
+		return -1;
+	if (!len || s->head)
+		return 0;
+	char size[24];
+	int n = snprintf(size, sizeof size, "%zx\r\n", len);
+	if ((s->chunked && stream_queue(s, size, (size_t)n) < 0) ||
+	    stream_queue(s, data, len) < 0 || (s->chunked && stream_queue(s, "\r\n", 2) < 0)) {
+		s->gone = true;
+		return -1;
+	}
+	s->bytes += len;
+	stream_flush(s, false);
+	if (s->queued > SRD_STREAM_QUEUE_MAX)
+		stream_flush(s, true);
+	return s->gone ? -1 : 0;
+}
+
+int srd_stream_end(srd_stream *s)
+{
+	if (s->started && !s->gone && s->chunked && !s->head)
+		stream_queue(s, "0\r\n\r\n", 5);
+	if (s->started)
+		stream_flush(s, true);
+	free(s->queue);
+	s->queue = NULL;
+	s->queued = s->queue_cap = 0;
+	return s->gone ? -1 : 0;
 }

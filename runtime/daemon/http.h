@@ -68,6 +68,19 @@ typedef struct srd_request {
 
 #define SRD_MAX_HEADERS 2
 
+/* Where a streamed response goes: the server sets one up for each request
+ * (srd_response.stream) and ends it when the handler returns. */
+typedef struct srd_stream {
+	int fd;              /* the connection's socket */
+	bool chunked;        /* HTTP/1.1: chunked framing; 1.0: the close ends the body */
+	bool head;           /* HEAD: headers only */
+	const char *node_id; /* the Saferun-Node header, or NULL */
+	bool started, gone;
+	uint64_t bytes; /* body bytes sent */
+	char *queue;    /* what the socket did not take yet (framed) */
+	size_t queued, queue_cap;
+} srd_stream;
+
 typedef struct srd_response {
 	unsigned status;
 	const char *content_type;
@@ -85,6 +98,10 @@ typedef struct srd_response {
 		char value[128];
 	} headers[SRD_MAX_HEADERS];
 	size_t n_headers;
+	/* the server's (NULL: none, e.g. a unit test or stdio: a streamed
+	 * body is then collected in body and sent as one) */
+	srd_stream *stream;
+	bool streamed; /* srd_respond_stream was called */
 } srd_response;
 
 /* The body is doc printed (doc is deleted). */
@@ -99,6 +116,23 @@ void srd_respond_text(srd_response *res, unsigned status, const char *type, char
  * data is taken over (malloc'd). */
 void srd_respond_attachment(srd_response *res, unsigned status, const char *name, void *data,
 			    size_t len);
+/* Starts a streamed response now: status line and headers (Transfer-Encoding: chunked)
+ * go out at once; the body follows in chunks and ends when the handler returns.
+ * The connection closes after it. Call it at most once, and before anything else
+ * fills res; the headers added with srd_respond_header before it go out with it.
+ * -1 when the client has gone. */
+int srd_respond_stream(srd_response *res, unsigned status, const char *content_type);
+/* Sends one chunk at once. -1 when the client has gone: stop producing.
+ * What the socket cannot take at once is queued (it goes out with the next
+ * chunk or at the end); past SRD_STREAM_QUEUE_MAX queued, it waits for the
+ * client to read, and a client that reads nothing for SRD_STREAM_WAIT_MS
+ * counts as gone. */
+int srd_respond_chunk(srd_response *res, const void *data, size_t len);
+#define SRD_STREAM_QUEUE_MAX (4u << 20)
+#define SRD_STREAM_WAIT_MS   10000
+/* The server's: the rest of the queue and the last chunk, after the
+ * handler returned. -1 when the client had gone. */
+int srd_stream_end(srd_stream *s);
 /* A request header by name (case-insensitive), or NULL. */
 const char *srd_request_header(const srd_request *req, const char *name);
 /* Add a response header (name must be a static string). */

@@ -12,8 +12,10 @@
 #include "log.h"
 #include "mcp_tools.h"
 #include "node.h"
+#include "run_stream.h"
 
-static const char *const versions[] = { SRD_MCP_VERSION, "2025-03-26", "2024-11-05", NULL };
+static const char *const versions[] = { SRD_MCP_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
+					NULL };
 
 static const char instructions[] =
     "saferun runs Python 3 in a fresh, isolated Linux sandbox: no network, a read-only "
@@ -148,7 +150,50 @@ static cJSON *initialize(const cJSON *id, const cJSON *params, srd_mcp_reply *ou
 	return result(id, r);
 }
 
-static cJSON *tools_call(srd_ctx *ctx, const cJSON *id, const cJSON *params, const srd_peer *peer)
+/* notifications/progress for a tools/call's output (run_stream.h turns
+ * the bytes into text as the result shows it). */
+struct progress {
+	const srd_mcp_call *call;
+	const cJSON *token;
+	double sent; /* bytes of text so far: the progress value, rising */
+	bool gone;
+	srd_utf8_carry carry[2];
+};
+
+static void progress_send(struct progress *p, int stream, const char *data, size_t len, bool last)
+{
+	size_t n;
+	char *text = srd_utf8_piece(&p->carry[stream == 2], data, len, last, &n);
+	if (text && n && !p->gone) {
+		p->sent += (double)n;
+		cJSON *msg = cJSON_CreateObject(), *params;
+		cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+		cJSON_AddStringToObject(msg, "method", "notifications/progress");
+		cJSON_AddItemToObject(msg, "params", params = cJSON_CreateObject());
+		cJSON_AddItemToObject(params, "progressToken", cJSON_Duplicate(p->token, true));
+		cJSON_AddNumberToObject(params, "progress", p->sent);
+		cJSON_AddStringToObject(params, "message", text);
+		if (p->call->notify(p->call->notify_arg, msg) < 0)
+			p->gone = true;
+	}
+	free(text);
+}
+
+static void progress_output(void *arg, int stream, const char *data, size_t len)
+{
+	progress_send(arg, stream, data, len, false);
+}
+
+/* params._meta.progressToken: a string or an integer, else NULL. */
+static const cJSON *progress_token(const cJSON *params)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+	return t && id_ok(t) ? t : NULL;
+}
+
+static cJSON *tools_call(srd_ctx *ctx, const cJSON *id, const cJSON *params, const srd_peer *peer,
+			 const srd_mcp_call *call)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -162,13 +207,40 @@ static cJSON *tools_call(srd_ctx *ctx, const cJSON *id, const cJSON *params, con
 				     srd_json_kind(args));
 	srd_ferr e = { 0 };
 	cJSON *res = NULL;
-	if (srd_mcp_tool_call(ctx, name->valuestring, cJSON_IsObject(args) ? args : NULL, peer,
-			      &res, &e))
+	struct progress p = { .call = call, .token = call->notify ? progress_token(params) : NULL };
+	int rc =
+	    srd_mcp_tool_call_output(ctx, name->valuestring, cJSON_IsObject(args) ? args : NULL,
+				     peer, p.token ? progress_output : NULL, &p, &res, &e);
+	for (int i = 0; i < 2 && p.token; i++) /* what waited for a UTF-8 sequence's end */
+		if (p.carry[i].n)
+			progress_send(&p, i + 1, "", 0, true);
+	/* From 2025-11-25 on, arguments a tool refuses are the tool's error,
+	 * for the model to read and correct; an unknown tool stays a
+	 * protocol error. */
+	bool unknown = strcmp(e.field, "name") == 0 && strncmp(e.msg, "Unknown tool", 12) == 0;
+	if (rc && !unknown &&
+	    strcmp(call->version ? call->version : SRD_MCP_VERSION, "2025-11-25") >= 0) {
+		res = cJSON_CreateObject();
+		cJSON *content = cJSON_AddArrayToObject(res, "content"), *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "type", "text");
+		cJSON_AddStringToObject(t, "text", e.msg);
+		cJSON_AddItemToArray(content, t);
+		cJSON_AddBoolToObject(res, "isError", true);
+		return result(id, res);
+	}
+	if (rc)
 		return srd_mcp_error(id, SRD_RPC_INVALID_PARAMS, "Invalid params: %s", e.msg);
 	return result(id, res);
 }
 
 void srd_mcp_dispatch(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer, srd_mcp_reply *out)
+{
+	srd_mcp_call none = { 0 };
+	srd_mcp_dispatch_call(ctx, msg, peer, &none, out);
+}
+
+void srd_mcp_dispatch_call(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer,
+			   const srd_mcp_call *call, srd_mcp_reply *out)
 {
 	*out = (srd_mcp_reply){ .status = 200 };
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
@@ -190,7 +262,7 @@ void srd_mcp_dispatch(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer, srd_
 		cJSON_AddItemToObject(r, "tools", srd_mcp_tools_list());
 		out->body = result(id, r);
 	} else if (strcmp(method, "tools/call") == 0)
-		out->body = tools_call(ctx, id, params, peer);
+		out->body = tools_call(ctx, id, params, peer, call);
 	else
 		out->body = srd_mcp_error(id, SRD_RPC_METHOD_NOT_FOUND,
 					  "Method not found: %.100s (this server has initialize, "
@@ -268,12 +340,16 @@ static int session_new(srd_mcp *m, const char *node, const char *version,
 	return 0;
 }
 
-/* Find (and touch) tenant's id; remove it too when end. Expired ones go. */
-static bool session_use(srd_mcp *m, const char *id, const struct srd_tenant *tenant, bool end)
+/* Find (and touch) tenant's id; remove it too when end. Expired ones go.
+ * version (16 bytes, or NULL) gets the version it agreed. */
+static bool session_use(srd_mcp *m, const char *id, const struct srd_tenant *tenant, bool end,
+			char *version)
 {
-	uint64_t now = srd_now_ms();
 	bool found = false;
 	pthread_mutex_lock(&m->lock);
+	/* Under the lock: a session made after an earlier reading of the
+	 * clock would look (unsigned) ages old, and be dropped as expired. */
+	uint64_t now = srd_now_ms();
 	for (size_t i = 0; i < m->n;) {
 		if (now - m->s[i].used_ms > SESSION_IDLE_MS) {
 			drop_locked(m, i);
@@ -282,6 +358,8 @@ static bool session_use(srd_mcp *m, const char *id, const struct srd_tenant *ten
 		if (strcmp(m->s[i].id, id) == 0 && m->s[i].tenant == tenant) {
 			found = true;
 			m->s[i].used_ms = now;
+			if (version)
+				memcpy(version, m->s[i].version, sizeof m->s[i].version);
 			if (end) {
 				drop_locked(m, i);
 				continue;
@@ -344,14 +422,46 @@ static void respond_rpc(srd_response *res, unsigned status, cJSON *body, bool ss
 	srd_respond_text(res, status, "text/event-stream", event, (size_t)n);
 }
 
+/* A POST's answer as a stream of SSE events, begun by the first
+ * notification: notifications, then the response. */
+struct http_notify {
+	srd_response *res;
+	bool started, gone;
+};
+
+static int sse_event(struct http_notify *hn, cJSON *msg)
+{
+	char *json = msg ? cJSON_PrintUnformatted(msg) : NULL;
+	cJSON_Delete(msg);
+	char *event = json ? malloc(strlen(json) + 32) : NULL;
+	if (event && !hn->gone) {
+		int n = sprintf(event, "event: message\ndata: %s\n\n", json);
+		hn->gone = srd_respond_chunk(hn->res, event, (size_t)n) < 0;
+	}
+	free(event);
+	free(json);
+	return hn->gone ? -1 : 0;
+}
+
+static int http_notify(void *arg, cJSON *msg)
+{
+	struct http_notify *hn = arg;
+	if (!hn->started) {
+		hn->started = true;
+		hn->gone = srd_respond_stream(hn->res, 200, "text/event-stream") < 0;
+	}
+	return sse_event(hn, msg);
+}
+
 static void refuse_http(srd_response *res, unsigned status, int code, const char *msg)
 {
 	respond_rpc(res, status, srd_mcp_error(NULL, code, "%s", msg), false);
 }
 
-/* Origin, then the session header where one is needed: 0 to go on. */
+/* Origin, then the session header where one is needed: 0 to go on.
+ * version (16 bytes, or NULL): the session's agreed version. */
 static int check_request(srd_ctx *ctx, const srd_request *req, srd_response *res, bool need,
-			 bool end)
+			 bool end, char *version)
 {
 	if (!origin_ok(srd_request_header(req, "Origin"))) {
 		refuse_http(res, 403, SRD_RPC_INVALID_REQUEST,
@@ -361,11 +471,11 @@ static int check_request(srd_ctx *ctx, const srd_request *req, srd_response *res
 	}
 	const char *v = srd_request_header(req, "MCP-Protocol-Version");
 	if (v && !supported(v)) {
-		char msg[160];
+		char msg[200];
 		snprintf(msg, sizeof msg,
 			 "Bad Request: unsupported MCP-Protocol-Version \"%.40s\" (supported: "
-			 "%s, %s, %s)",
-			 v, versions[0], versions[1], versions[2]);
+			 "%s, %s, %s, %s)",
+			 v, versions[0], versions[1], versions[2], versions[3]);
 		refuse_http(res, 400, SRD_RPC_INVALID_REQUEST, msg);
 		return -1;
 	}
@@ -379,7 +489,7 @@ static int check_request(srd_ctx *ctx, const srd_request *req, srd_response *res
 		return -1;
 	}
 	srd_ferr other = { 0 };
-	if (!session_use(ctx->mcp, sid, req->peer->tenant, end)) {
+	if (!session_use(ctx->mcp, sid, req->peer->tenant, end, version)) {
 		refuse_http(res, 404, SRD_RPC_SESSION_NOT_FOUND,
 			    srd_node_not_ours(ctx->cfg->node_id, "MCP session", sid, &other)
 				? other.msg
@@ -410,19 +520,26 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 	cJSON *msg = NULL;
 	srd_mcp_reply out;
 	if (srd_mcp_parse(req->body, req->body_len, &msg, &out)) {
-		if (check_request(ctx, req, res, false, false) == 0)
+		if (check_request(ctx, req, res, false, false, NULL) == 0)
 			respond_rpc(res, out.status, out.body, false);
 		else
 			cJSON_Delete(out.body);
 		return;
 	}
 	bool init = srd_mcp_is_initialize(msg);
+	char version[16] = "";
 	srd_ferr drain = { 0 };
 	if (init && srd_node_refuse_draining(ctx, "MCP sessions", &drain)) {
 		refuse_http(res, 503, SRD_RPC_INTERNAL, drain.msg);
 		res->retry_after = drain.retry_after;
-	} else if (check_request(ctx, req, res, !init, false) == 0) {
-		srd_mcp_dispatch(ctx, msg, req->peer, &out);
+	} else if (check_request(ctx, req, res, !init, false, version) == 0) {
+		/* Progress goes out as SSE events before the answer, for a
+		 * client that takes text/event-stream. */
+		struct http_notify hn = { .res = res };
+		srd_mcp_call call = { .version = version[0] ? version : NULL,
+				      .notify = sse ? http_notify : NULL,
+				      .notify_arg = &hn };
+		srd_mcp_dispatch_call(ctx, msg, req->peer, &call, &out);
 		char id[64];
 		if (out.initialize && session_new(ctx->mcp, ctx->cfg->node_id, out.version,
 						  req->peer->tenant, id) == 0)
@@ -435,6 +552,8 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 		}
 		if (out.status == 202)
 			srd_respond_text(res, 202, "application/json", NULL, 0);
+		else if (hn.started)
+			sse_event(&hn, out.body); /* the stream ends with the answer */
 		else
 			respond_rpc(res, out.status, out.body, sse);
 	}
@@ -443,6 +562,6 @@ void srd_handle_mcp_post(srd_ctx *ctx, const srd_request *req, srd_response *res
 
 void srd_handle_mcp_delete(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
-	if (check_request(ctx, req, res, true, true) == 0)
+	if (check_request(ctx, req, res, true, true, NULL) == 0)
 		srd_respond_text(res, 200, "application/json", NULL, 0);
 }

@@ -1,8 +1,9 @@
 /* The Model Context Protocol server: JSON-RPC 2.0 messages (initialize,
  * ping, tools/list, tools/call) handled once for both transports, the
  * Streamable HTTP endpoint /mcp (mcp.c) and stdio (mcp_stdio.c). The
- * tools themselves are in mcp_tools.c. Specification 2025-06-18; the
- * 2025-03-26 and 2024-11-05 versions are accepted at initialize. */
+ * tools themselves are in mcp_tools.c. Specification 2025-11-25; the
+ * 2025-06-18, 2025-03-26 and 2024-11-05 versions are accepted at
+ * initialize. */
 #ifndef SRD_MCP_H
 #define SRD_MCP_H
 
@@ -12,7 +13,7 @@
 #include "daemon.h"
 #include "http.h"
 
-#define SRD_MCP_VERSION "2025-06-18"
+#define SRD_MCP_VERSION "2025-11-25"
 
 /* JSON-RPC error codes */
 #define SRD_RPC_PARSE_ERROR       -32700
@@ -37,6 +38,19 @@ int srd_mcp_parse(const char *text, size_t len, cJSON **msg, srd_mcp_reply *out)
 bool srd_mcp_is_initialize(const cJSON *msg);
 /* Handle a parsed message: run the method, fill out. */
 void srd_mcp_dispatch(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer, srd_mcp_reply *out);
+/* What a transport adds to a message: the protocol version its MCP session
+ * agreed (from 2025-11-25 on, a tool's bad arguments are a tool error the
+ * model reads, not a JSON-RPC error), and where notifications go while a
+ * request runs: a tools/call of run_python with params._meta.progressToken
+ * sends notifications/progress with the output (message) as it comes. */
+typedef struct srd_mcp_call {
+	const char *version; /* NULL: SRD_MCP_VERSION */
+	/* Send one notification (taken); -1: the client has gone. NULL: none. */
+	int (*notify)(void *arg, cJSON *msg);
+	void *notify_arg;
+} srd_mcp_call;
+void srd_mcp_dispatch_call(srd_ctx *ctx, const cJSON *msg, const srd_peer *peer,
+			   const srd_mcp_call *call, srd_mcp_reply *out);
 /* {"jsonrpc": "2.0", "id": id (or null), "error": {code, message}} */
 cJSON *srd_mcp_error(const cJSON *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

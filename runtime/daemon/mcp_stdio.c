@@ -22,6 +22,7 @@ struct stdio_server {
 	pthread_cond_t idle;
 	unsigned busy;
 	bool broken;
+	char version[16]; /* what the last initialize agreed ("": none yet) */
 };
 
 struct job {
@@ -51,12 +52,35 @@ static void emit(struct stdio_server *s, cJSON *body)
 	free(text);
 }
 
+/* A notification (progress) goes out like an answer, between them. */
+static int notify(void *arg, cJSON *msg)
+{
+	struct stdio_server *s = arg;
+	emit(s, msg);
+	pthread_mutex_lock(&s->lock);
+	bool broken = s->broken;
+	pthread_mutex_unlock(&s->lock);
+	return broken ? -1 : 0;
+}
+
 static void *work(void *arg)
 {
 	struct job *j = arg;
 	struct stdio_server *s = j->s;
 	srd_mcp_reply out;
-	srd_mcp_dispatch(s->ctx, j->msg, &s->peer, &out);
+	char version[16];
+	pthread_mutex_lock(&s->lock);
+	memcpy(version, s->version, sizeof version);
+	pthread_mutex_unlock(&s->lock);
+	srd_mcp_call call = { .version = version[0] ? version : NULL,
+			      .notify = notify,
+			      .notify_arg = s };
+	srd_mcp_dispatch_call(s->ctx, j->msg, &s->peer, &call, &out);
+	if (out.initialize) {
+		pthread_mutex_lock(&s->lock);
+		memcpy(s->version, out.version, sizeof s->version);
+		pthread_mutex_unlock(&s->lock);
+	}
 	emit(s, out.body);
 	cJSON_Delete(j->msg);
 	free(j);

@@ -110,6 +110,8 @@ typedef struct tool_call {
 	srd_ctx *ctx;
 	const cJSON *args;
 	const srd_peer *peer;
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } tool_call;
 
 typedef cJSON *(*tool_fn)(const tool_call *c, srd_ferr *e);
@@ -241,6 +243,8 @@ static cJSON *run_python(const tool_call *c, srd_ferr *e)
 	}
 	cJSON *res;
 	srd_ferr why = { 0 };
+	o.on_output = c->on_output;
+	o.on_output_arg = c->on_output_arg;
 	if (srd_run_execute(c->ctx, &o, c->peer, &r, &why)) {
 		res = text_result(why.msg, true);
 	} else {
@@ -684,6 +688,14 @@ static int check_args(const tool *t, const cJSON *args, srd_ferr *e)
 int srd_mcp_tool_call(srd_ctx *ctx, const char *name, const cJSON *args, const srd_peer *peer,
 		      cJSON **result, srd_ferr *e)
 {
+	return srd_mcp_tool_call_output(ctx, name, args, peer, NULL, NULL, result, e);
+}
+
+int srd_mcp_tool_call_output(srd_ctx *ctx, const char *name, const cJSON *args,
+			     const srd_peer *peer,
+			     void (*on_output)(void *arg, int stream, const char *data, size_t len),
+			     void *on_output_arg, cJSON **result, srd_ferr *e)
+{
 	cJSON *empty = args ? NULL : cJSON_CreateObject();
 	const tool *t = NULL;
 	int rc = -1;
@@ -693,7 +705,11 @@ int srd_mcp_tool_call(srd_ctx *ctx, const char *name, const cJSON *args, const s
 	if (!t)
 		srd_fail(e, 400, "name", "Unknown tool: %.100s (see tools/list)", name);
 	else if (check_args(t, args ? args : empty, e) == 0) {
-		tool_call c = { .ctx = ctx, .args = args ? args : empty, .peer = peer };
+		tool_call c = { .ctx = ctx,
+				.args = args ? args : empty,
+				.peer = peer,
+				.on_output = on_output,
+				.on_output_arg = on_output_arg };
 		*result = t->fn(&c, e);
 		rc = *result ? 0 : -1;
 	}

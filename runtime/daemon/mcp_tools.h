@@ -17,5 +17,11 @@ cJSON *srd_mcp_tools_list(void);
  * (unknown tool, arguments against the schema) and e says how. */
 int srd_mcp_tool_call(srd_ctx *ctx, const char *name, const cJSON *args, const srd_peer *peer,
 		      cJSON **result, srd_ferr *e);
+/* The same, with the code's output passed to on_output as it comes
+ * (sr_run_request.on_output; run_python only). */
+int srd_mcp_tool_call_output(srd_ctx *ctx, const char *name, const cJSON *args,
+			     const srd_peer *peer,
+			     void (*on_output)(void *arg, int stream, const char *data, size_t len),
+			     void *on_output_arg, cJSON **result, srd_ferr *e);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "node.h"
+#include "run_stream.h"
 #include "warm_pools.h"
 
 /* The client closed its end (or the connection broke) while its run
@@ -164,6 +165,8 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.n_allow = o->n_allow,
 		.requirements = o->requirements,
 		.n_requirements = o->n_requirements,
+		.on_output = o->on_output,
+		.on_output_arg = o->on_output_arg,
 	};
 	uint64_t t0 = srd_now_ms();
 	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK) {
@@ -189,10 +192,24 @@ void srd_handle_run(srd_ctx *ctx, const srd_request *req, srd_response *res)
 	cJSON *doc = NULL;
 	srd_run_opts o = { 0 };
 	sr_result r;
+	srd_run_streamer st = { .res = res };
 	if (srd_json_parse_object(req->body, req->body_len, &doc, &e) ||
 	    srd_run_opts_parse(doc, &o, &e)) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
 		srd_respond_error(res, &e);
+	} else if ((st.fmt = srd_stream_wanted(req, o.stream))) {
+		/* streamed (run_stream.h): output items, then the result */
+		o.on_output = srd_run_streamer_output;
+		o.on_output_arg = &st;
+		if (srd_run_execute(ctx, &o, req->peer, &r, &e)) {
+			if (!srd_run_streamer_error(&st, &e))
+				srd_respond_error(res, &e);
+		} else {
+			char *json = sr_result_to_json(&r);
+			sr_result_free(&r);
+			srd_run_streamer_result(&st, json ? cJSON_Parse(json) : NULL);
+			free(json);
+		}
 	} else if (srd_run_execute(ctx, &o, req->peer, &r, &e)) {
 		srd_respond_error(res, &e);
 	} else {

@@ -8,8 +8,8 @@
 #define MIB (1024.0 * 1024.0)
 
 static const char *const run_keys[] = {
-	"code",  "policy", "timeout", "memory",       "cpus", "env",
-	"files", "stdin",  "allow",   "requirements", NULL,
+	"code",  "policy", "timeout", "memory",       "cpus",   "env",
+	"files", "stdin",  "allow",   "requirements", "stream", NULL,
 };
 /* A session fixes its policy, memory, CPUs and environment when it is
  * created (its sandbox identity); each of its runs brings code, stdin, an
@@ -19,7 +19,7 @@ static const char *const session_keys[] = {
 	"files",  "allow",   "stateful", "requirements", NULL,
 };
 static const char *const session_run_keys[] = {
-	"code", "timeout", "stdin", "allow", "files", NULL,
+	"code", "timeout", "stdin", "allow", "files", "stream", NULL,
 };
 
 /* timeout: seconds as a number, or a duration string ("500ms", "2m"). */
@@ -238,6 +238,17 @@ static int parse_stateful(const cJSON *v, srd_run_opts *o, srd_ferr *e)
 	return 0;
 }
 
+static int parse_stream(const cJSON *v, srd_run_opts *o, srd_ferr *e)
+{
+	if (!cJSON_IsBool(v))
+		return srd_fail(e, 400, "stream",
+				"\"stream\" must be true or false (true: the output streams as "
+				"NDJSON items, then the result), not %s",
+				srd_json_kind(v));
+	o->stream = cJSON_IsTrue(v);
+	return 0;
+}
+
 int srd_run_opts_parse(const cJSON *obj, srd_run_opts *o, srd_ferr *e)
 {
 	return srd_run_opts_parse_as(obj, SRD_OPTS_RUN, o, e);
@@ -263,6 +274,7 @@ int srd_run_opts_parse_as(const cJSON *obj, srd_opts_kind kind, srd_run_opts *o,
 		{ "cpus", parse_cpus },         { "env", parse_env },
 		{ "files", parse_files },       { "allow", parse_allow },
 		{ "stateful", parse_stateful }, { "requirements", parse_requirements },
+		{ "stream", parse_stream },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		const cJSON *v = srd_json_get(obj, fields[i].key);

@@ -36,6 +36,10 @@ typedef struct srd_run_opts {
 	bool stateful;             /* a session's: one interpreter for all its runs */
 	const char **requirements; /* array owned; strings in the document */
 	size_t n_requirements;
+	bool stream; /* "stream": true: the answer streams (run_stream.h) */
+	/* Not from JSON: the handler's sr_run_request.on_output, if it streams. */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } srd_run_opts;
 
 typedef enum srd_opts_kind {

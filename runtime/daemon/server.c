@@ -24,6 +24,10 @@
  * authenticated request: idle or trickling ones do not hold a place. */
 #define PENDING_TIMEOUT_S 10u
 
+/* Set in a connection's thread while it closes after a streamed response:
+ * MHD's note that the handler "reported internal error" is not one. */
+static __thread bool closing_after_stream;
+
 /* A TCP connection that has not yet sent a request with a tenant's token. */
 struct pending {
 	struct pending *prev, *next;
@@ -53,6 +57,8 @@ struct exchange {
 	size_t len, cap, received;
 	bool begun, too_large, answered;
 	bool nul_in_path; /* the path as sent has a %00 (cut there once decoded) */
+	bool http10;      /* an HTTP/1.0 request: a streamed answer is close-delimited */
+	bool streamed;    /* answered with a streamed response, written by the handler */
 	unsigned status;
 	size_t bytes_out;
 	uint64_t start_ms;
@@ -427,11 +433,31 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 	};
 	if (is_multipart(req.content_type))
 		parse_multipart(x, c, &req);
-	srd_response res = { 0 };
+	srd_stream st = { .fd = x->peer.fd,
+			  .chunked = !x->http10,
+			  .head = strcmp(x->method, "HEAD") == 0,
+			  .node_id = x->ep->ctx->cfg->node_id };
+	srd_response res = { .stream = x->peer.fd >= 0 ? &st : NULL };
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
 	srd_route(x->ep->ctx, &req, &res);
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
 	free_parts(&req);
+	if (res.streamed && st.started) {
+		/* The handler wrote the answer on the socket itself (MHD 0.9.75
+		 * has no way to push a body from this thread): end it, and close
+		 * the connection. */
+		srd_stream_end(&st);
+		free(res.body);
+		x->answered = x->streamed = true;
+		x->status = res.status;
+		x->bytes_out = st.bytes;
+		if (!st.gone)
+			shutdown(x->peer.fd, SHUT_WR);
+		closing_after_stream = true;
+		return MHD_NO;
+	}
+	srd_stream_end(&st);
+	res.stream = NULL;
 	return send_response(x, c, &res);
 }
 
@@ -533,12 +559,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  size_t *size, void **state)
 {
 	(void)cls;
-	(void)version;
 	struct exchange *x = *state;
 	if (!x)
 		return MHD_NO;
-	if (!x->begun)
+	if (!x->begun) {
+		x->http10 = version && strcmp(version, "HTTP/1.0") == 0;
 		return begin(x, c, url, method);
+	}
 	if (*size) {
 		receive(x, data, *size);
 		*size = 0;
@@ -572,9 +599,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 	cJSON_AddNumberToObject(line, "bytes_out", (double)x->bytes_out);
 	if (x->error_field[0])
 		cJSON_AddStringToObject(line, "field", x->error_field);
-	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+	if (x->streamed)
+		cJSON_AddBoolToObject(line, "streamed", true);
+	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		cJSON_AddNumberToObject(line, "terminated", toe);
 	srd_log_json("request", line);
+	closing_after_stream = false;
 	atomic_fetch_sub(&ep->ctx->requests_active, 1);
 	free(x->body);
 	free(x);
@@ -583,6 +613,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
+	if (closing_after_stream)
+		return;
 	char msg[512];
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run_stream.h"
 #include "sessions.h"
 
 /* The workspace paths the API shows: relative to the working dir. */
@@ -104,8 +105,26 @@ void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *
 	srd_session *ss = srd_session_from_request(ctx, req, res);
 	if (!ss)
 		return;
-	if (parse_body(req, SRD_OPTS_SESSION_RUN, &doc, &o, &e) ||
-	    srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
+	srd_run_streamer st = { .res = res };
+	if (parse_body(req, SRD_OPTS_SESSION_RUN, &doc, &o, &e)) {
+		srd_respond_error(res, &e);
+	} else if ((st.fmt = srd_stream_wanted(req, o.stream))) {
+		/* streamed (run_stream.h): output items, then the result */
+		o.on_output = srd_run_streamer_output;
+		o.on_output_arg = &st;
+		if (srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
+			if (!srd_run_streamer_error(&st, &e))
+				srd_respond_error(res, &e);
+		} else {
+			char *json = sr_result_to_json(&r);
+			cJSON *j = json ? cJSON_Parse(json) : NULL;
+			free(json);
+			sr_result_free(&r);
+			if (j)
+				cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
+			srd_run_streamer_result(&st, j);
+		}
+	} else if (srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
 		srd_respond_error(res, &e);
 	} else {
 		char *json = sr_result_to_json(&r);

@@ -530,7 +530,9 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 			       .stdin_data = o->stdin_data,
 			       .stdin_size = o->stdin_len,
 			       .allow = o->allow,
-			       .n_allow = o->n_allow };
+			       .n_allow = o->n_allow,
+			       .on_output = o->on_output,
+			       .on_output_arg = o->on_output_arg };
 	sr_error err = { 0 };
 	rc = run_in_kernel(ctx, ss, &req, res, &err);
 	if (rc < 0) {

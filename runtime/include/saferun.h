@@ -248,6 +248,11 @@ typedef struct sr_run_request {
 	/* A layer installed before (sr_deps_layer_path of a session's
 	 * layer): mounted as is, no requirements resolved. */
 	const char *deps_layer;
+	/* Output as it arrives, for the bytes within the output cap: stream 1 is stdout, 2 is
+	 * stderr. Called in the thread that called sr_run / sr_warm_run / sr_kernel_run, before
+	 * that call returns; NULL: none. The result still holds the whole output. */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } sr_run_request;
 
 #define SR_DEPS_CACHE_DIR   "/var/cache/saferun/deps"

@@ -24,8 +24,12 @@ from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, tree, wait_fo
 from test_agentrun import SessionInfo
 
 TOKEN = "mcp-test-token-" + "7" * 24
-LATEST = "2025-06-18"
-VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+LATEST = "2025-11-25"
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# What the mcp fixture speaks: before 2025-11-25, arguments a tool refuses
+# are JSON-RPC errors (-32602), which many tests here check; from 2025-11-25
+# on they are the tool's own error (test_2025_11_25_bad_arguments_are_tool_errors).
+FIXTURE_VERSION = "2025-06-18"
 BOTH = "application/json, text/event-stream"
 UNKNOWN_SID = "0123456789abcdef"  # the shape of a sandbox session id, never issued here
 
@@ -102,19 +106,19 @@ class Mcp:
         self.last_id = 0
 
     def post(self, body, sid=..., accept=BOTH, content_type="application/json", headers=None,
-             path="/mcp"):
+             path="/mcp", stream=False):
         h = {"Accept": accept, "Content-Type": content_type,
              "Mcp-Session-Id": self.sid if sid is ... else sid}
         h.update(headers or {})  # a None value leaves the header out
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return self.http.post(self.base + path, data=data, headers=h, timeout=120)
+        return self.http.post(self.base + path, data=data, headers=h, timeout=120, stream=stream)
 
     def delete(self, sid=..., headers=None, path="/mcp"):
         h = {"Mcp-Session-Id": self.sid if sid is ... else sid}
         h.update(headers or {})
         return self.http.delete(self.base + path, headers=h, timeout=60)
 
-    def initialize(self, version=LATEST, **kw):
+    def initialize(self, version=FIXTURE_VERSION, **kw):
         r = self.post(initialize_body(version), sid=None, **kw)
         assert r.status_code == 200, r.text
         self.sid = r.headers["Mcp-Session-Id"]
@@ -219,7 +223,8 @@ def test_initialize_gives_a_session_id_capabilities_and_server_info(daemon):
 
 
 @pytest.mark.parametrize("asked,answered", [
-    ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("2024-11-05", "2024-11-05"),
+    ("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
+    ("2024-11-05", "2024-11-05"),
     ("2099-01-01", LATEST), ("1.0", LATEST), ("2024-10-07", LATEST),
 ])
 def test_initialize_negotiates_the_protocol_version(mcp, asked, answered):
@@ -1531,3 +1536,67 @@ def test_stdio_refuses_a_line_over_max_body_even_in_one_read(make_daemon):
     assert answers[0]["error"]["code"] == -32600 and "2048 bytes" in answers[0]["error"]["message"]
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
     assert p.returncode == 0
+
+
+# ---- 2025-11-25, and output as progress notifications ------------------------
+
+def test_2025_11_25_bad_arguments_are_tool_errors(daemon):
+    m = Mcp(daemon.url(""), daemon.session())
+    assert m.initialize(LATEST)["result"]["protocolVersion"] == LATEST
+    res = m.result("tools/call", {"name": "run_python", "arguments": {"code": 1}})
+    assert res["isError"] is True and "code" in res["content"][0]["text"], res
+    res = m.result("tools/call", {"name": "run_python", "arguments": {"code": "1", "x": 1}})
+    assert res["isError"] is True and '"x"' in res["content"][0]["text"], res
+    # an unknown tool stays a protocol error
+    err = m.error("tools/call", {"name": "no_such_tool", "arguments": {}})
+    assert err["code"] == -32602 and "Unknown tool" in err["message"], err
+    assert daemon.lines("run") == []
+    m.http.close()
+
+
+def sse_events(r):
+    """(receive time, message) of each event of a streamed answer, as it comes."""
+    out, data = [], None
+    for line in r.iter_lines(chunk_size=None, decode_unicode=True):
+        if line.startswith("data: "):
+            data = line[6:]
+        elif line == "" and data is not None:
+            out.append((time.time(), json.loads(data)))
+            data = None
+    return out
+
+
+PROGRESS_CODE = """import sys, time
+print("first", flush=True)
+time.sleep(0.4)
+print(repr(time.time()), flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+"""
+
+
+def test_progress_token_streams_the_output_as_notifications_then_the_answer(mcp):
+    params = {"name": "run_python", "arguments": {"code": PROGRESS_CODE},
+              "_meta": {"progressToken": "tok-1"}}
+    r = mcp.post(request("tools/call", params, id=7), stream=True)
+    assert r.status_code == 200 and media_type(r) == "text/event-stream"
+    assert r.headers["Transfer-Encoding"] == "chunked"
+    events = sse_events(r)
+    *notes, (_, answer) = events
+    assert answer["id"] == 7 and answer["result"]["isError"] is False, answer
+    out = answer["result"]["structuredContent"]
+    assert notes and all(n["method"] == "notifications/progress" and "id" not in n
+                         for _, n in notes), notes
+    assert all(n["params"]["progressToken"] == "tok-1" for _, n in notes)
+    assert "".join(n["params"]["message"] for _, n in notes) == out["output"]
+    values = [n["params"]["progress"] for _, n in notes]
+    assert values == sorted(set(values)), values
+    # the first one came while the code still slept before its marker
+    marker = float(out["stdout"].splitlines()[1])
+    assert notes[0][1]["params"]["message"].startswith("first") and notes[0][0] < marker
+    # an integer token; a client that takes only JSON gets the one answer
+    params["_meta"]["progressToken"] = 5
+    r = mcp.post(request("tools/call", params, id=8), accept="application/json")
+    assert media_type(r) == "application/json" and r.json()["id"] == 8
+    # no token: one SSE event, as before
+    del params["_meta"]
+    assert message(mcp.post(request("tools/call", params, id=9)))["id"] == 9

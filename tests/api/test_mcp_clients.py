@@ -102,7 +102,7 @@ def test_sdk_client_over_tcp_with_the_token(make_daemon):
     d = make_daemon(tcp=True, token=TOKEN)
     s = node("roundtrip.mjs", env={"MCP_URL": d.tcp_url("/mcp"), "MCP_TOKEN": TOKEN})
     assert s["transport"] == "http"
-    assert s["server"]["name"] == "saferun" and s["protocol_version"] == "2025-06-18"
+    assert s["server"]["name"] == "saferun" and s["protocol_version"] == "2025-11-25"
     assert set(s["tools"]) == TOOLS and len(s["tools"]) == len(TOOLS)
     assert s["after_delete"] == 404
     # (a request's log line may come just after its answer)
@@ -346,3 +346,43 @@ def test_stdio_sessions_are_not_the_daemons(make_daemon, stdio):
     stdio.check_server(s)
     assert daemon_sessions(d) == {"active_sessions": [daemon_sid], "count": 1}
     assert [os.path.basename(m) for m in d.mounted_workspaces()] == [daemon_sid]
+
+
+# ---- output as progress notifications (the SDK's onprogress) ------------------
+
+# Prints, sleeps, then takes the time and prints it: the first notification
+# must have reached the client before the code took that time.
+PROGRESS_CODE = """import sys, time
+print("first", flush=True)
+time.sleep(0.4)
+print(repr(time.time()), flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+"""
+
+
+def check_progress(s):
+    res = s["result"]
+    assert res["isError"] is False, res
+    out = res["structuredContent"]
+    progress = s["progress"]
+    # the output, stdout and stderr in the order they came, as it was printed
+    assert "".join(p["message"] for p in progress) == out["output"], progress
+    values = [p["progress"] for p in progress]
+    assert values == sorted(values) and len(set(values)) == len(values), values
+    marker = float(out["stdout"].splitlines()[1])
+    assert progress[0]["message"].startswith("first"), progress
+    assert progress[0]["t"] < marker < s["answered_t"], (progress[0]["t"], marker)
+
+
+def test_sdk_onprogress_gets_the_output_while_run_python_runs(make_daemon):
+    d = make_daemon(tcp=True, token=TOKEN)
+    s = node("progress.mjs", "--url", d.tcp_url("/mcp"), "--token", TOKEN, PROGRESS_CODE)
+    assert s["transport"] == "http" and s["protocol_version"] == "2025-11-25"
+    check_progress(s)
+
+
+def test_sdk_onprogress_over_stdio(stdio):
+    s = node("progress.mjs", *stdio.command(), "--", PROGRESS_CODE, preexec_fn=stdio.enter)
+    assert s["transport"] == "stdio"
+    check_progress(s)
+    stdio.check_server(s)

@@ -35,8 +35,8 @@ await main(async (keep) => {
     if (conn.kind === 'http') {
         check(/^[0-9a-f]{32}$/.test(conn.transport.sessionId || ''),
               'initialize gave an Mcp-Session-Id of 32 hex characters', conn.transport.sessionId);
-        check(conn.transport.protocolVersion === '2025-06-18',
-              'the agreed protocol version is 2025-06-18', conn.transport.protocolVersion);
+        check(conn.transport.protocolVersion === '2025-11-25',
+              'the agreed protocol version is 2025-11-25', conn.transport.protocolVersion);
         summary.mcp_session_id = conn.transport.sessionId;
     }
     await client.ping();

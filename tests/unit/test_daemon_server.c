@@ -5,6 +5,8 @@
  * This file defines srd_route: the server's requests come here, echoed as
  * JSON, instead of going to routes.c (the linker takes routes.o from
  * saferund_core only for a symbol nothing else has defined). */
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,9 +28,34 @@ static char *hex(const char *data, size_t size)
 	return out;
 }
 
+/* /stream-gone: what srd_respond_chunk said once the client had gone
+ * (0: still waiting; 1: -1 came; 2: it never did). */
+static atomic_int gone_seen;
+
 void srd_route(srd_ctx *ctx, srd_request *req, srd_response *res)
 {
 	(void)ctx;
+	if (strcmp(req->path, "/stream") == 0) {
+		srd_respond_header(res, "Mcp-Session-Id", "s1");
+		CHECK_INT(srd_respond_stream(res, 200, "application/x-ndjson"), 0);
+		CHECK_INT(srd_respond_chunk(res, "a\n", 2), 0);
+		CHECK_INT(srd_respond_chunk(res, "", 0), 0); /* nothing: no last-chunk yet */
+		CHECK_INT(srd_respond_chunk(res, "bcdefghijklmnopq\n", 17), 0);
+		return;
+	}
+	if (strcmp(req->path, "/stream-gone") == 0) {
+		CHECK_INT(srd_respond_stream(res, 200, "text/event-stream"), 0);
+		/* the client reads the headers and leaves: -1 within 10 s */
+		for (int i = 0; i < 1000; i++) {
+			if (srd_respond_chunk(res, "data: x\n\n", 9) < 0) {
+				atomic_store(&gone_seen, 1);
+				return;
+			}
+			usleep(10000);
+		}
+		atomic_store(&gone_seen, 2);
+		return;
+	}
 	if (strcmp(req->path, "/download") == 0) {
 		srd_respond_attachment(res, 200, "out/r\xc3\xa9sult \"1\".txt", strdup("data"), 4);
 		return;
@@ -348,6 +375,54 @@ static void test_attachment_sends_content_disposition(void)
 	answer_free(&a);
 }
 
+static void test_streamed_response_is_chunked_and_closes(void)
+{
+	static const char req[] = "POST /stream HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+	struct answer a = exchange(req, sizeof req - 1); /* reads until the server closes */
+	CHECK_INT(a.status, 200);
+	CHECK(a.head && strstr(a.head, "\r\nTransfer-Encoding: chunked\r\n"));
+	CHECK(a.head && strstr(a.head, "\r\nContent-Type: application/x-ndjson\r\n"));
+	CHECK(a.head && strstr(a.head, "\r\nConnection: close\r\n"));
+	CHECK(a.head && strstr(a.head, "\r\nMcp-Session-Id: s1"));
+	/* the body, after the head's \r\n\r\n */
+	const char *body = a.head ? a.head + strlen(a.head) + 4 : "";
+	CHECK_STR(body, "2\r\na\n\r\n11\r\nbcdefghijklmnopq\n\r\n0\r\n\r\n");
+	answer_free(&a);
+	/* HTTP/1.0 has no chunks: the close ends the body */
+	static const char req10[] = "POST /stream HTTP/1.0\r\nContent-Length: 0\r\n\r\n";
+	a = exchange(req10, sizeof req10 - 1);
+	CHECK(a.head && strncmp(a.head, "HTTP/1.0 200 OK\r\n", 17) == 0);
+	CHECK(a.head && !strstr(a.head, "Transfer-Encoding"));
+	body = a.head ? a.head + strlen(a.head) + 4 : "";
+	CHECK_STR(body, "a\nbcdefghijklmnopq\n");
+	answer_free(&a);
+}
+
+static void test_streamed_response_sees_the_client_leave(void)
+{
+	static const char req[] = "POST /stream-gone HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	memcpy(sa.sun_path, sock_path, sizeof sock_path);
+	CHECK_INT(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	CHECK_INT((int)write(fd, req, sizeof req - 1), (int)sizeof req - 1);
+	char buf[4096] = "";
+	/* the head, and the first event: the handler is in its loop */
+	size_t got = 0;
+	while (got < sizeof buf - 1 && !strstr(buf, "data: x")) {
+		ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	CHECK(strstr(buf, "data: x") != NULL);
+	close(fd);
+	for (int i = 0; i < 1000 && !atomic_load(&gone_seen); i++)
+		poll(NULL, 0, 10);
+	CHECK_INT(atomic_load(&gone_seen), 1);
+}
+
 static int start(srd_ctx *ctx, srd_config *cfg, srd_listener *l, srd_server **srv)
 {
 	*cfg = (srd_config){ .max_body_bytes = 1 << 20, .max_connections = 16 };
@@ -390,6 +465,8 @@ int main(void)
 	test_routes_see_the_path_as_sent_and_logs_printable();
 	test_a_path_too_long_to_keep_is_414();
 	test_attachment_sends_content_disposition();
+	test_streamed_response_is_chunked_and_closes();
+	test_streamed_response_sees_the_client_leave();
 	srd_server_stop(srv);
 	close(l.fd);
 	unlink(sock_path);

@@ -565,7 +565,9 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 		       .ctl_fd = r->ctl[0],
 		       .wall_ms = wall_ms,
 		       .output_bytes = output_bytes,
-		       .cg = r->cg };
+		       .cg = r->cg,
+		       .on_output = r->on_output,
+		       .on_output_arg = r->on_output_arg };
 	*oc = (sr_outcome){ 0 };
 	int rc = sr_supervise(&w, r->res, oc, err);
 	sr_cgroup_stats st, zero = { 0 };
@@ -650,7 +652,9 @@ void sr_box_init(sr_box *b, const sr_run_request *req, sr_result *res)
 		       .err = { -1, -1 },
 		       .ctl = { -1, -1 },
 		       .wd = { -1, -1 },
-		       .ids = SR_IDSLOT_NONE };
+		       .ids = SR_IDSLOT_NONE,
+		       .on_output = req ? req->on_output : NULL,
+		       .on_output_arg = req ? req->on_output_arg : NULL };
 }
 
 int sr_box_prepare(sr_box *b, sr_error *err)

@@ -46,6 +46,10 @@ typedef struct sr_box {
 	 * caller) so a session's files keep one owner across its kernels. */
 	sr_idslot ids;
 	const sr_idslot *shared_ids;
+	/* The run's output as it comes (req->on_output; a kernel's or a warm
+	 * sandbox's caller sets it per run). */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } sr_box;
 
 /* Every fd -1, nothing allocated. */

@@ -102,6 +102,8 @@ static bool read_stream(struct loop *l, int fd, bool is_out)
 	size_t cap = l->w->output_bytes;
 	size_t dropped = sr_buf_append(is_out ? &l->res->out : &l->res->err, buf, (size_t)n, cap);
 	sr_buf_append(&l->res->merged, buf, (size_t)n - dropped, 2 * cap);
+	if (l->w->on_output && (size_t)n > dropped)
+		l->w->on_output(l->w->on_output_arg, is_out ? 1 : 2, buf, (size_t)n - dropped);
 	if (dropped && !l->oc->output_exceeded) {
 		l->oc->output_exceeded = true;
 		l->res->truncated = true;

@@ -16,6 +16,9 @@ typedef struct sr_watch {
 	uint64_t wall_ms;
 	uint64_t output_bytes; /* cap per stream */
 	sr_cgroup *cg;         /* the sandbox's group: ended whole at the deadline */
+	/* The bytes kept of each stream as they are read (sr_run_request.on_output). */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *on_output_arg;
 } sr_watch;
 
 /* How the sandbox's pid 1 let the run down. It runs as the code's uid, so

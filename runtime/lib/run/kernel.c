@@ -205,10 +205,14 @@ int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_er
 		return -1;
 	}
 	k->box.res = res;
+	k->box.on_output = req->on_output;
+	k->box.on_output_arg = req->on_output_arg;
 	sr_outcome oc;
 	sr_error inner = { 0 };
 	int rc = sr_box_watch(&k->box, wall, out, &before, &oc, &inner);
 	k->box.res = &k->info;
+	k->box.on_output = NULL;
+	k->box.on_output_arg = NULL;
 	if (rc < 0) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
 		snprintf(res->message, sizeof res->message, "internal_error: %s", inner.msg);

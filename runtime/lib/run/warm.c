@@ -960,6 +960,8 @@ static int warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_er
 		sr_box_init_result(res, req->policy);
 		return cold(w, req, res, inner.msg, err);
 	}
+	x->b.on_output = req->on_output;
+	x->b.on_output_arg = req->on_output_arg;
 	int rc = sr_box_watch(&x->b, lim->wall_ms, lim->output_bytes, NULL, &oc, &inner);
 	if (rc) {
 		res->status = SR_STATUS_INTERNAL_ERROR;
