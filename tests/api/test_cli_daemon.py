@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -78,12 +79,25 @@ def test_output_exit_codes_statuses_and_json_on_both_paths(make_daemon, tmp_path
     assert (p.returncode, res["status"], res["limits_hit"]) == (124, "timeout", ["wall_time"])
 
 
-def test_the_daemon_path_is_warm_and_options_it_cannot_honour_stay_in_process(make_daemon):
+def test_the_daemon_path_is_warm_streams_and_options_it_cannot_honour_stay_in_process(
+        make_daemon):
     d = make_daemon()
     assert wait_for(lambda: all(w.get("zygote_up") and w["ready"] == w["pool_size"]
                                 for w in d.get("/v1/health").json()["warm"]), timeout=30)
     p = cli(["--json", "-c", "print(1)"], d.socket)
     assert json.loads(p.stdout)["path"] == "warm", p
+    # the output as it comes (the daemon's NDJSON stream): the first line is
+    # printed before the code takes the time it prints last
+    code = ("import sys, time\nprint('first', flush=True)\ntime.sleep(0.5)\n"
+            "print('err', file=sys.stderr)\nprint(time.time())\nsys.exit(3)")
+    s = subprocess.Popen([SAFERUN, "run", "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={**os.environ, "SAFERUN_SOCKET": d.socket})
+    first = s.stdout.readline()
+    first_t = time.time()
+    rest, err = s.communicate(timeout=60)
+    assert (first, err, s.returncode) == (b"first\n", b"err\n", 3), (first, rest, err)
+    assert first_t < float(rest.decode()), (first_t, rest)
+    assert len(runs_logged(d)) == 2
     n = len(runs_logged(d))
     for own in (["--profile", "host"], ["--no-check"], ["--pids", "48"], ["--preset", "small"],
                 ["--no-daemon"]):
