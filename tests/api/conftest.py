@@ -187,15 +187,17 @@ class Daemon:
         return left
 
     def only_pools_left(self, timeout=10):
-        """Nothing of this (running) daemon's runs is left: its groups are its warm
-        pools' alone, full again (a zygote and pool_size ready sandboxes each, an init
+        """Nothing of this daemon's runs and sessions is left: its groups are its warm
+        pools' alone (none once it stopped), full again (a zygote and pool_size ready sandboxes each, an init
         and a python3 in every group). The shipped default policy is warm."""
         def settled():
-            pools = [w for w in self.get("/v1/health").json()["warm"] if "cold_reason" not in w]
+            pools = [] if self.proc.poll() is not None else \
+                [w for w in self.get("/v1/health").json()["warm"] if "cold_reason" not in w]
             if not all(w["zygote_up"] and w["ready"] == w["pool_size"] for w in pools):
                 return False
             groups = sum(1 + w["pool_size"] for w in pools)
-            return len(self.leftover_groups()) == groups and \
+            names = {os.path.basename(g) for g in self.leftover_groups()}  # per hierarchy
+            return len(names) == groups and \
                 len(own_sandbox_processes(self.cgroups)) == 2 * groups
         return wait_for(settled, timeout=timeout, step=0.05)
 
