@@ -755,8 +755,9 @@ def test_a_daemon_too_small_for_a_zygote_starts_and_says_why_it_runs_cold(make_d
     """pool_size "auto" on a machine (here: a cgroup) with under 512 MiB
     for the daemon: no zygote, a log line and /v1/health say why, runs go
     cold. An egress policy runs cold too (a forked sandbox has only lo)."""
-    d = make_daemon(start=False, policies={"default": HOST_POLICY,
-                                           "net": {**HOST_POLICY, "network": {"mode": "egress"}}})
+    auto = {**HOST_POLICY, "warm": {"preload": [], "pool_size": "auto"}}
+    d = make_daemon(start=False, policies={"default": auto,
+                                           "net": {**auto, "network": {"mode": "egress"}}})
     for c in d.cgroups:
         os.makedirs(c, exist_ok=True)
         for name, value in (("memory.limit_in_bytes", "300M"), ("memory.max", "300M")):

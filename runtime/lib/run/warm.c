@@ -143,7 +143,16 @@ static int send_start(sr_warm *w, sr_error *err)
 	return n < 0 ? sr_fail(err, errno, "send the zygote its spec") : 0;
 }
 
-/* Wait for the zygote's "R" (or "E", or its end). */
+static bool stop_asked(sr_warm *w)
+{
+	pthread_mutex_lock(&w->mu);
+	bool stop = w->stopping;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
+/* Wait for the zygote's "R" (or "E", or its end), or for sr_warm_stop: a
+ * daemon that stops while its zygote imports does not wait for that. */
 static int await_zygote(sr_warm *w, sr_error *err)
 {
 	char tail[200] = "";
@@ -157,7 +166,9 @@ static int await_zygote(sr_warm *w, sr_error *err)
 		if (now >= until)
 			return sr_fail(err, ETIMEDOUT, "the zygote did not start in %d s",
 				       ZYGOTE_START_MS / 1000);
-		if (poll(pf, 4, (int)(until - now)) < 0 && errno != EINTR)
+		if (stop_asked(w))
+			return sr_refuse(err, ECANCELED, "the pool is stopping");
+		if (poll(pf, 4, until - now < 50 ? (int)(until - now) : 50) < 0 && errno != EINTR)
 			return sr_fail(err, errno, "poll the zygote");
 		drain(w->zb.out[0], tail, sizeof tail);
 		drain(w->zb.err[0], tail, sizeof tail);
