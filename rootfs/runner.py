@@ -17,6 +17,11 @@
 # with a memfd holding code then stdin. Every run executes in the same
 # __main__ namespace; the reply is "D" <i32 status> (0 ok, 1 exception,
 # N: SystemExit(N)) after stdout and stderr are flushed. "R" says ready.
+# With SAFERUN_NOTEBOOK=PATH in its environment (E2B's code interpreter,
+# docs/e2b.md) a kernel answers like a notebook: the value of the last
+# expression and display data (display(), matplotlib figures as PNG,
+# _repr_html_ and the other _repr_*_ forms) and the exception (name,
+# value, traceback; not printed) go to PATH as JSON after each run.
 #
 # Mode "zygote" (the warm path, warm.c): no code yet. The supervisor sends
 # the zygote module and the preload list over fd 3; the modules are
@@ -149,6 +154,10 @@ def _saferun_artifacts():
             return
         for num in plt.get_fignums():
             fig = plt.figure(num)
+            if save_figures.sink is not None:  # notebook mode: into the run's results
+                save_figures.sink(fig)
+                plt.close(fig)
+                continue
             if getattr(fig, "_saferun_saved", False):
                 plt.close(fig)  # the code saved it itself: once is enough
                 continue
@@ -162,6 +171,8 @@ def _saferun_artifacts():
             except Exception as e:
                 print(f"saferun: figure {num} could not be saved: {e}", file=sys.stderr)
             plt.close(fig)
+
+    save_figures.sink = None
 
     def patch(pyplot):
         pyplot.show = lambda *args, **kwargs: save_figures()
@@ -218,6 +229,43 @@ def _saferun_kernel(ns, update, me, save_figures):
                     os._exit(0)
 
     __import__("threading").Thread(target=watch, name="saferun-watch", daemon=True).start()
+    nb_path = os.environ.pop("SAFERUN_NOTEBOOK", None)
+    nb = {"results": [], "error": None}
+    if nb_path:
+        import ast, base64, json
+        reprs = (("html", "_repr_html_"), ("markdown", "_repr_markdown_"), ("svg", "_repr_svg_"),
+                 ("png", "_repr_png_"), ("jpeg", "_repr_jpeg_"), ("latex", "_repr_latex_"),
+                 ("json", "_repr_json_"), ("javascript", "_repr_javascript_"))
+
+        def fmt(value, main):
+            out = {}
+            figure = sys.modules.get("matplotlib.figure")
+            if figure is not None and isinstance(value, figure.Figure):
+                buf = io.BytesIO()
+                value.savefig(buf, format="png")
+                out["png"] = base64.b64encode(buf.getvalue()).decode()
+            for key, name in reprs:
+                try:
+                    f = getattr(value, name, None)
+                    r = f() if key not in out and callable(f) else None
+                except Exception:
+                    r = None
+                if isinstance(r, tuple):
+                    r = r[0]
+                if isinstance(r, bytes):
+                    r = base64.b64encode(r).decode()
+                if r is not None:
+                    out[key] = r
+            try:
+                out["text"] = repr(value)
+            except Exception as e:
+                out["text"] = f"<repr() failed: {type(e).__name__}>"
+            out["is_main_result"] = main
+            return out
+
+        save_figures.sink = lambda fig: nb["results"].append(fmt(fig, False))
+        ns.setdefault("display", lambda *objs, **kw: nb["results"].extend(fmt(o, False) for o in objs))
+
     ctl.send(b"R")
 
     def run(source):
@@ -245,6 +293,41 @@ def _saferun_kernel(ns, update, me, save_figures):
                 sys.excepthook(type(e), e, tb)
             return 1
 
+    def run_nb(source):
+        # The last statement, when an expression, is evaluated on its own:
+        # its value is the run's main result (as a notebook cell's).
+        text = source.decode("utf-8", "replace")
+        linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
+        nb["results"], nb["error"] = [], None
+        try:
+            tree = ast.parse(source, "main.py")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, "main.py", "exec"), ns)
+            if last is not None:
+                value = eval(compile(last, "main.py", "eval"), ns)
+                if value is not None:
+                    ns["_"] = value
+                    nb["results"].append(fmt(value, True))
+            return 0
+        except BaseException as e:
+            tb = e.__traceback__
+            while tb is not None and tb.tb_frame.f_code in (me, run_nb.__code__):
+                tb = tb.tb_next
+            e.__traceback__ = tb
+            nb["error"] = {"name": type(e).__name__, "value": str(e),
+                           "traceback": "".join(traceback.format_exception(e))}
+            return 1
+
+    def write_nb():
+        try:
+            with open(nb_path, "w", encoding="utf-8") as f:
+                json.dump(nb, f, default=str)
+        except Exception as e:
+            print(f"saferun: the run's results could not be written: {e}", file=sys.stderr)
+        nb["results"], nb["error"] = [], None
+
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 1)
@@ -258,8 +341,10 @@ def _saferun_kernel(ns, update, me, save_figures):
         sys.stdin = io.TextIOWrapper(io.BytesIO(data[code_len:]), encoding="utf-8")
         if update:
             update(msg[10:].decode("utf-8", "replace").split("\x1f"), not flags & 1)
-        status = run(data[:code_len])
+        status = (run_nb if nb_path else run)(data[:code_len])
         save_figures()
+        if nb_path:
+            write_nb()
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()

@@ -10,6 +10,7 @@
 #include "agentrun.h"
 
 #include "public_url.h"
+#include "run_stream.h"
 #include "session_routes.h"
 
 #define SRC_DIR       "src"
@@ -180,11 +181,22 @@ char *srd_arp_output(const sr_result *r)
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e)
 {
+	return srd_arp_execute_output(ctx, ss, code, allow, n_allow, peer, NULL, NULL, e);
+}
+
+cJSON *srd_arp_execute_output(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
+			      size_t n_allow, const srd_peer *peer,
+			      void (*on_output)(void *arg, int stream, const char *data,
+						size_t len),
+			      void *on_output_arg, srd_ferr *e)
+{
 	srd_run_opts o = { .code = code,
 			   .code_len = strlen(code),
 			   .allow = allow,
 			   .n_allow = n_allow,
-			   .allow_field = "ignore_unsafe_functions" };
+			   .allow_field = "ignore_unsafe_functions",
+			   .on_output = on_output,
+			   .on_output_arg = on_output_arg };
 	sr_result r;
 	if (srd_session_run(ctx, ss, &o, peer, &r, e))
 		return NULL;
@@ -219,10 +231,16 @@ void srd_handle_arp_execute(srd_ctx *ctx, const srd_request *req, srd_response *
 	if (string_list(doc, "ignore_dependencies", &deps, &n_deps, res) ||
 	    string_list(doc, "ignore_unsafe_functions", &o.allow, &o.n_allow, res))
 		goto out;
-	cJSON *j = srd_arp_execute(ctx, ss, o.code, o.allow, o.n_allow, req->peer, &e);
-	if (j)
+	/* Streamed when Accept asks (NDJSON or SSE, run_stream.h): the output
+	 * as it comes, then {"type": "result", "success", "output"}. */
+	srd_run_streamer st = { .res = res, .fmt = srd_stream_wanted(req, false) };
+	cJSON *j = srd_arp_execute_output(ctx, ss, o.code, o.allow, o.n_allow, req->peer,
+					  st.fmt ? srd_run_streamer_output : NULL, &st, &e);
+	if (j && st.fmt)
+		srd_run_streamer_result(&st, j);
+	else if (j)
 		srd_respond_json(res, 200, j);
-	else
+	else if (!st.fmt || !srd_run_streamer_error(&st, &e))
 		srd_respond_error(res, &e);
 out:
 	free(deps);

@@ -24,6 +24,12 @@ cJSON *srd_arp_closed_json(const char *id);
  * output when it is not ok. NULL: e says why nothing ran. */
 cJSON *srd_arp_execute(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
 		       size_t n_allow, const srd_peer *peer, srd_ferr *e);
+/* The same, the output passed to on_output as it comes (run_stream.h). */
+cJSON *srd_arp_execute_output(srd_ctx *ctx, srd_session *ss, const char *code, const char **allow,
+			      size_t n_allow, const srd_peer *peer,
+			      void (*on_output)(void *arg, int stream, const char *data,
+						size_t len),
+			      void *on_output_arg, srd_ferr *e);
 /* The merged output with a non-ok status's message after it (and, for a
  * rejection, every finding) for a model to read (malloc'd; NULL: out of
  * memory). */

@@ -34,6 +34,8 @@ static const struct key keys[] = {
 	{ "socket", K_STRING, F(socket_path), 0, 0, "unix socket to listen on (\"\": none)" },
 	{ "socket_group", K_STRING, F(socket_group), 0, 0, "group that may use the socket" },
 	{ "listen", K_STRING, F(listen), 0, 0, "also listen on TCP HOST:PORT (needs a token)" },
+	{ "e2b_listen", K_STRING, F(e2b_listen), 0, 0,
+	  "E2B API and sandbox traffic on TCP HOST:PORT (docs/e2b.md)" },
 	{ "token_file", K_STRING, F(token_file), 0, 0, "bearer token for TCP (or SAFERUND_TOKEN)" },
 	{ "insecure_no_token", K_BOOL, F(insecure_no_token), 0, 0,
 	  "TCP on loopback without a token" },
@@ -373,7 +375,8 @@ void srd_config_free(srd_config *c)
 	char **strs[] = { &c->config_file, &c->socket_path,    &c->socket_group,
 			  &c->listen,      &c->token_file,     &c->policies_dir,
 			  &c->rootfs_dir,  &c->default_policy, &c->workspaces_dir,
-			  &c->node_id,     &c->public_url,     &c->tenants_file };
+			  &c->node_id,     &c->public_url,     &c->tenants_file,
+			  &c->e2b_listen };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

@@ -20,6 +20,7 @@ typedef struct srd_config {
 	char *socket_path;  /* "" : no unix socket */
 	char *socket_group; /* NULL: root's group */
 	char *listen;       /* "HOST:PORT" or NULL */
+	char *e2b_listen;   /* the E2B listener's "HOST:PORT" (e2b.h), or NULL */
 	char *token_file;
 	bool insecure_no_token;
 	char *policies_dir;

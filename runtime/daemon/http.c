@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-
 void srd_respond_text(srd_response *res, unsigned status, const char *type, char *body, size_t len)
 {
 	free(res->body);
@@ -42,6 +41,11 @@ void srd_respond_error(srd_response *res, const srd_ferr *e)
 const char *srd_request_header(const srd_request *req, const char *name)
 {
 	return req->header ? req->header(req, name) : NULL;
+}
+
+const char *srd_request_query(const srd_request *req, const char *name)
+{
+	return req->query ? req->query(req, name) : NULL;
 }
 
 void srd_respond_header(srd_response *res, const char *name, const char *value)
@@ -145,7 +149,8 @@ static void stream_flush(srd_stream *s, bool wait)
 {
 	size_t off = 0;
 	while (!s->gone && off < s->queued) {
-		ssize_t n = send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n =
+		    send(s->fd, s->queue + off, s->queued - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;

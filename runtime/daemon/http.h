@@ -63,7 +63,9 @@ typedef struct srd_request {
 	const char *multipart_why; /* what was wrong, for the 400 (static text) */
 	/* the request's headers (NULL: it has none); see srd_request_header */
 	const char *(*header)(const struct srd_request *req, const char *name);
-	void *conn; /* the server's, for header */
+	/* the query string's arguments, decoded (NULL: none); see srd_request_query */
+	const char *(*query)(const struct srd_request *req, const char *name);
+	void *conn; /* the server's, for header and query */
 } srd_request;
 
 #define SRD_MAX_HEADERS 2
@@ -135,6 +137,8 @@ int srd_respond_chunk(srd_response *res, const void *data, size_t len);
 int srd_stream_end(srd_stream *s);
 /* A request header by name (case-insensitive), or NULL. */
 const char *srd_request_header(const srd_request *req, const char *name);
+/* A query string argument by name, decoded, or NULL. */
+const char *srd_request_query(const srd_request *req, const char *name);
 /* Add a response header (name must be a static string). */
 void srd_respond_header(srd_response *res, const char *name, const char *value);
 /* {"uid": .., "pid": ..} or {"addr": ".."} for logs. */

@@ -195,17 +195,19 @@ static int parse_host_port(const char *spec, char *host, size_t hsize, char *por
 	return 0;
 }
 
-static int open_tcp(const srd_config *c, bool have_token, srd_listener *l, char *msg, size_t size)
+/* flag: "listen" or "e2b-listen"; spec: its HOST:PORT */
+static int open_tcp(const srd_config *c, const char *flag, const char *spec, bool have_token,
+		    srd_listener *l, char *msg, size_t size)
 {
 	char host[256], port[16];
-	if (parse_host_port(c->listen, host, sizeof host, port, sizeof port))
-		return fail(msg, size, "--listen: \"%s\" is not HOST:PORT (e.g. 127.0.0.1:8000)",
-			    c->listen);
+	if (parse_host_port(spec, host, sizeof host, port, sizeof port))
+		return fail(msg, size, "--%s: \"%s\" is not HOST:PORT (e.g. 127.0.0.1:8000)", flag,
+			    spec);
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *ai = NULL;
 	int gai = getaddrinfo(host, port, &hints, &ai);
 	if (gai)
-		return fail(msg, size, "--listen %s: %s", c->listen, gai_strerror(gai));
+		return fail(msg, size, "--%s %s: %s", flag, spec, gai_strerror(gai));
 	*l = (srd_listener){ .fd = -1 };
 	describe(ai->ai_addr, l->name, sizeof l->name);
 	int rc = check_tcp(l, ai->ai_addr, c, have_token, msg, size);
@@ -215,7 +217,7 @@ static int open_tcp(const srd_config *c, bool have_token, srd_listener *l, char 
 		if (l->fd < 0 ||
 		    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
 		    bind(l->fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(l->fd, BACKLOG) < 0)
-			rc = fail(msg, size, "listen on %s: %s", c->listen, strerror(errno));
+			rc = fail(msg, size, "listen on %s: %s", spec, strerror(errno));
 	}
 	freeaddrinfo(ai);
 	/* With port 0 the kernel picked one: log the real address. */
@@ -231,25 +233,38 @@ static int open_tcp(const srd_config *c, bool have_token, srd_listener *l, char 
 int srd_listen_open(const srd_config *c, bool have_token, srd_listener *ls, char *msg, size_t size)
 {
 	int n = from_systemd(c, have_token, ls, msg, size);
-	if (n != 0)
-		return n; /* systemd's sockets replace ours, or an error */
-	if (c->socket_path && *c->socket_path) {
-		if (open_unix(c, &ls[n], msg, size))
-			return -1;
-		n++;
-	}
-	if (c->listen) {
-		if (open_tcp(c, have_token, &ls[n], msg, size)) {
-			srd_listen_unlink(ls, n);
-			srd_listen_close(ls, n);
-			return -1;
+	if (n < 0)
+		return -1;
+	if (n == 0) { /* systemd's sockets replace these two */
+		if (c->socket_path && *c->socket_path) {
+			if (open_unix(c, &ls[n], msg, size))
+				return -1;
+			n++;
 		}
-		n++;
+		if (c->listen) {
+			if (open_tcp(c, "listen", c->listen, have_token, &ls[n], msg, size))
+				goto fail;
+			n++;
+		}
+	}
+	/* The E2B listener is always our own (systemd passes unnamed fds). */
+	if (c->e2b_listen) {
+		if (n == SRD_MAX_LISTENERS) {
+			fail(msg, size, "--e2b-listen: already %d listeners", n);
+			goto fail;
+		}
+		if (open_tcp(c, "e2b-listen", c->e2b_listen, have_token, &ls[n], msg, size))
+			goto fail;
+		ls[n++].e2b = true;
 	}
 	if (n == 0)
 		return fail(msg, size,
 			    "nothing to listen on: set --socket PATH or --listen HOST:PORT");
 	return n;
+fail:
+	srd_listen_unlink(ls, n);
+	srd_listen_close(ls, n);
+	return -1;
 }
 
 void srd_listen_unlink(srd_listener *ls, int n)

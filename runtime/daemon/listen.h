@@ -15,6 +15,7 @@ typedef struct srd_listener {
 	bool is_unix;
 	bool need_token; /* TCP unless --insecure-no-token */
 	bool owned;      /* we bound it: unlink the unix path when done */
+	bool e2b;        /* --e2b-listen: E2B's API and sandbox traffic (e2b.h) */
 	char name[256];  /* socket path or HOST:PORT, for logs */
 } srd_listener;
 

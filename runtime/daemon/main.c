@@ -85,7 +85,11 @@ static void log_ready(srd_ctx *ctx, const srd_listener *ls, int n)
 	cJSON *line = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(line, "listeners");
 	for (int i = 0; i < n; i++) {
 		cJSON *l = cJSON_CreateObject();
-		cJSON_AddStringToObject(l, ls[i].is_unix ? "socket" : "tcp", ls[i].name);
+		cJSON_AddStringToObject(l,
+					ls[i].is_unix ? "socket"
+					: ls[i].e2b   ? "e2b"
+						      : "tcp",
+					ls[i].name);
 		cJSON_AddBoolToObject(l, "token", ls[i].need_token);
 		cJSON_AddItemToArray(arr, l);
 	}

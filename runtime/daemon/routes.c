@@ -10,6 +10,7 @@
 #include "packages.h"
 #include "run.h"
 #include "session_routes.h"
+#include "tools.h"
 #include "warm_pools.h"
 
 extern const unsigned char srd_embedded_openapi[];
@@ -31,6 +32,7 @@ static const srd_route_def routes[] = {
 	{ "GET", "/v1/openapi.json", handle_openapi },
 	{ "GET", "/", handle_root },
 	{ "GET", "/v1/packages", handle_packages },
+	{ "GET", "/v1/tools", srd_handle_tools },
 	{ "GET", "/packages", handle_package_names },
 	/* sessions and their files */
 	{ "POST", "/v1/sessions", srd_handle_session_create },

@@ -65,8 +65,7 @@ int srd_run_refused(const sr_error *err, srd_ferr *e)
 {
 	switch (err->errnum) {
 	case EINVAL:
-		return srd_fail(e, 400,
-				strncmp(err->msg, "requirements", 12) == 0 ? "requirements" : NULL,
+		return srd_fail(e, 400, err->code == SR_ERR_REQUIREMENTS ? "requirements" : NULL,
 				"%s", err->msg);
 	case EILSEQ: return srd_fail(e, 400, "code", "%s", err->msg);
 	case EFBIG: return srd_fail(e, 413, NULL, "%s", err->msg);

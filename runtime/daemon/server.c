@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "e2b.h"
 #include "http.h"
 #include "log.h"
 #include "routes.h"
@@ -240,6 +241,11 @@ static void authenticated(struct endpoint *ep, struct MHD_Connection *c)
 		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
 }
 
+static const char *header_of(void *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
 /* First call for a request: headers only. Refuse early what can be. */
 static enum MHD_Result begin(struct exchange *x, struct MHD_Connection *c, const char *url,
 			     const char *method)
@@ -259,8 +265,17 @@ static enum MHD_Result begin(struct exchange *x, struct MHD_Connection *c, const
 	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	unsigned status;
 	const char *why;
-	x->peer.tenant = srd_tenants_identify(&ep->ctx->tenants, ep->ctx->token, &x->peer,
-					      ep->l->need_token, auth, &status, &why);
+	if (ep->l->e2b) /* E2B's headers: an API key, or a sandbox's token */
+		x->peer.tenant = srd_e2b_identify(ep->ctx, &x->peer, ep->l->need_token, url,
+						  header_of, c, &status, &why);
+	else
+		x->peer.tenant = srd_tenants_identify(&ep->ctx->tenants, ep->ctx->token, &x->peer,
+						      ep->l->need_token, auth, &status, &why);
+	if (!x->peer.tenant && ep->l->e2b) { /* in E2B's shape, for its SDKs */
+		srd_response res = { 0 };
+		srd_e2b_error(&res, status, why);
+		return send_response(x, c, &res);
+	}
 	if (!x->peer.tenant)
 		return send_error(x, c, status, "%s", why);
 	authenticated(ep, c);
@@ -409,6 +424,11 @@ static const char *lookup_header(const srd_request *req, const char *name)
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+static const char *lookup_query(const srd_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 /* The whole request is here: route it. A run may take minutes, so the
  * idle timeout is off while it runs and restarts after it. */
 static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
@@ -429,6 +449,7 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
 		.peer = &x->peer,
 		.header = lookup_header,
+		.query = lookup_query,
 		.conn = c,
 	};
 	if (is_multipart(req.content_type))
@@ -439,7 +460,10 @@ static enum MHD_Result dispatch(struct exchange *x, struct MHD_Connection *c)
 			  .node_id = x->ep->ctx->cfg->node_id };
 	srd_response res = { .stream = x->peer.fd >= 0 ? &st : NULL };
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-	srd_route(x->ep->ctx, &req, &res);
+	if (x->ep->l->e2b)
+		srd_e2b_route(x->ep->ctx, &req, &res);
+	else
+		srd_route(x->ep->ctx, &req, &res);
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, IDLE_TIMEOUT_S);
 	free_parts(&req);
 	if (res.streamed && st.started) {

@@ -31,6 +31,12 @@ struct srd_session {
 	const srd_tenant *tenant; /* its owner: no other tenant finds it */
 	uint64_t max_age_ms;      /* session_max_age, or the tenant's if lower */
 	bool ended;
+	/* 0: closed when idle past session_ttl; else closed at this time
+	 * (srd_now_ms), idle or not (an E2B sandbox's timeout). */
+	uint64_t deadline_ms;
+	/* called once, without locks, when it leaves the table */
+	void (*on_close)(void *arg);
+	void *on_close_arg;
 	srd_session *next;
 	srd_sessions *table;
 };
@@ -108,6 +114,73 @@ static void unlink_locked(srd_sessions *s, srd_session *ss, const char *why)
 		ss->runs == 1 ? "" : "s");
 }
 
+/* After unlink_locked, without the lock: the owner's hook, once. */
+static void notify_closed(srd_session *ss)
+{
+	srd_sessions *s = ss->table;
+	pthread_mutex_lock(&s->lock);
+	void (*fn)(void *) = ss->on_close;
+	void *arg = ss->on_close_arg;
+	ss->on_close = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (fn)
+		fn(arg);
+}
+
+void srd_session_on_close(srd_session *ss, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&ss->table->lock);
+	bool ended = ss->ended;
+	if (!ended) {
+		ss->on_close = fn;
+		ss->on_close_arg = arg;
+	}
+	pthread_mutex_unlock(&ss->table->lock);
+	if (ended && fn)
+		fn(arg);
+}
+
+void srd_session_set_deadline(srd_session *ss, uint64_t deadline_ms)
+{
+	pthread_mutex_lock(&ss->table->lock);
+	ss->deadline_ms = deadline_ms;
+	pthread_mutex_unlock(&ss->table->lock);
+}
+
+uint64_t srd_session_deadline(srd_session *ss)
+{
+	pthread_mutex_lock(&ss->table->lock);
+	uint64_t d = ss->deadline_ms;
+	pthread_mutex_unlock(&ss->table->lock);
+	return d;
+}
+
+uint64_t srd_session_max_end(const srd_session *ss)
+{
+	return ss->created_ms + ss->max_age_ms;
+}
+
+bool srd_session_ended(srd_session *ss)
+{
+	pthread_mutex_lock(&ss->table->lock);
+	bool ended = ss->ended;
+	pthread_mutex_unlock(&ss->table->lock);
+	return ended;
+}
+
+const char *srd_session_policy_name(const srd_session *ss)
+{
+	return ss->policy_name;
+}
+
+void srd_session_kernel_options(srd_ctx *ctx, srd_session *ss, sr_kernel_options *ko)
+{
+	*ko = (sr_kernel_options){ .policy = ss->policy,
+				   .rootfs_dir = ctx->cfg->rootfs_dir,
+				   .workspace = ss->ws,
+				   .deps_layer = sr_deps_layer_path(ss->layer) };
+}
+
 void srd_sessions_close(srd_sessions *s)
 {
 	if (!s)
@@ -120,6 +193,7 @@ void srd_sessions_close(srd_sessions *s)
 		pthread_mutex_unlock(&s->lock);
 		if (!ss)
 			break;
+		notify_closed(ss);
 		srd_session_release(ss); /* the table's reference */
 	}
 	pthread_mutex_destroy(&s->lock);
@@ -145,7 +219,10 @@ void srd_sessions_reap(srd_sessions *s)
 			bool busy = ss->refs > 1; /* a request holds it */
 			if (now - ss->created_ms > ss->max_age_ms)
 				found = ss, why = "session_max_age";
-			else if (!busy && now - ss->used_ms > s->cfg->session_ttl_ms)
+			else if (ss->deadline_ms && now >= ss->deadline_ms)
+				found = ss, why = "its timeout";
+			else if (!ss->deadline_ms && !busy &&
+				 now - ss->used_ms > s->cfg->session_ttl_ms)
 				found = ss, why = "idle past session_ttl";
 		}
 		if (found)
@@ -153,6 +230,7 @@ void srd_sessions_reap(srd_sessions *s)
 		pthread_mutex_unlock(&s->lock);
 		if (!found)
 			return;
+		notify_closed(found);
 		srd_session_release(found);
 	}
 }
@@ -197,8 +275,10 @@ int srd_session_end(srd_sessions *s, const srd_tenant *tenant, const char *id, s
 	if (was_open)
 		unlink_locked(s, ss, "closed by request");
 	pthread_mutex_unlock(&s->lock);
-	if (was_open)
+	if (was_open) {
+		notify_closed(ss);
 		srd_session_release(ss); /* the table's reference */
+	}
 	srd_session_release(ss);
 	return was_open ? 0 : srd_fail(e, 404, NULL, "Session %.64s not found", id);
 }

@@ -31,6 +31,22 @@ void srd_sessions_reap(srd_sessions *s);
 /* The ids of tenant's open sessions, oldest first. */
 cJSON *srd_sessions_ids(srd_sessions *s, const struct srd_tenant *tenant);
 
+/* Front-ends that build on sessions (the E2B listener, e2b.h). */
+/* fn(arg) once when it leaves the table (closed, expired, shutdown), with
+ * no lock held; at once if it already has. */
+void srd_session_on_close(srd_session *ss, void (*fn)(void *arg), void *arg);
+/* Close it at deadline_ms (srd_now_ms), idle or busy, instead of when idle
+ * past session_ttl; 0: session_ttl again. session_max_age still holds. */
+void srd_session_set_deadline(srd_session *ss, uint64_t deadline_ms);
+uint64_t srd_session_deadline(srd_session *ss);
+/* When session_max_age (or the tenant's) ends it, on srd_now_ms's clock. */
+uint64_t srd_session_max_end(const srd_session *ss);
+bool srd_session_ended(srd_session *ss);
+const char *srd_session_policy_name(const srd_session *ss);
+/* What a kernel of its own needs: its policy, workspace and dependency
+ * layer (valid while ss is referenced). */
+void srd_session_kernel_options(struct srd_ctx *ctx, srd_session *ss, sr_kernel_options *ko);
+
 /* Policy and limits from o (as for a run), a workspace, o's files in it.
  * The session comes back referenced: srd_session_release it. */
 int srd_session_create(struct srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer,

@@ -29,9 +29,18 @@ extern "C" {
 
 #define SR_ERROR_MSG_MAX 512
 
+/* The kinds of failure a caller may tell apart (never by the message's
+ * text); most errors are SR_ERR_NONE. */
+typedef enum sr_error_code {
+	SR_ERR_NONE = 0,
+	SR_ERR_NET_HOST,     /* a host name of policy.network.allow does not resolve */
+	SR_ERR_REQUIREMENTS, /* the request's requirements are refused (EINVAL) */
+} sr_error_code;
+
 typedef struct sr_error {
 	int errnum;                 /* errno of the failing call, 0 if none */
 	char msg[SR_ERROR_MSG_MAX]; /* what failed and what to do */
+	sr_error_code code;         /* the kind, when it is one of the above */
 } sr_error;
 
 /* ---- policy ---------------------------------------------------------- */

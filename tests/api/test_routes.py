@@ -167,7 +167,7 @@ def test_openapi_documents_every_route(daemon):
     props = run["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     schema = doc["components"]["schemas"][props.rsplit("/", 1)[1]]
     assert set(schema["properties"]) == {"code", "policy", "timeout", "memory", "cpus", "env",
-                                         "files", "stdin", "allow", "requirements"}
+                                         "files", "stdin", "allow", "requirements", "stream"}
 
 
 def curl_examples(markdown):

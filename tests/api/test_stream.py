@@ -167,3 +167,29 @@ def test_session_runs_stream_and_a_client_that_leaves_frees_the_slot(make_daemon
         assert runs[-1]["status"] == "ok", runs[-1]
         res = s.post(d.url("/v1/run"), json={"code": "print(2)"}, timeout=60).json()
         assert res["stdout"] == "2\n"
+
+
+def test_agentrunplus_execute_streams_when_accept_asks(daemon):
+    sid = daemon.post("/sessions").json()["session_id"]
+    with daemon.session() as s:
+        with s.post(daemon.url(f"/sessions/{sid}/execute"), json={"python_code": CODE},
+                    headers={"Accept": "application/x-ndjson"}, stream=True, timeout=60) as r:
+            assert r.status_code == 200
+            items = ndjson_items(r)
+        res = items[-1][1]
+        assert set(res) == {"type", "success", "output"} and res["success"] is True, res
+        streamed = "".join(i["data"] for _, i in items[:-1])
+        assert streamed == res["output"] and streamed.startswith("first\n")
+        marker = float(res["output"].splitlines()[1])
+        got = ""
+        for t, i in items:
+            got += i.get("data", "")
+            if got.startswith("first"):
+                assert t < marker
+                break
+        # its shape without Accept, and its 422 before the run
+        r = s.post(daemon.url(f"/sessions/{sid}/execute"), json={"python_code": "print(1)"})
+        assert r.json() == {"success": True, "output": "1\n"}
+        r = s.post(daemon.url(f"/sessions/{sid}/execute"), json={"code": "print(1)"},
+                   headers={"Accept": "application/x-ndjson"})
+        assert r.status_code == 422 and r.headers["Content-Type"] == "application/json"

@@ -55,10 +55,10 @@ const char *sr_cgroup_mode_name(sr_cgroup_mode m)
  * cgroup namespace). */
 static int read_mount(const char *controller, char *mnt, char *root, size_t size)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
-	char *line = NULL;
+	cleanup_free char *line = NULL;
 	size_t cap = 0;
 	int rc = -ENOENT;
 	while (rc && getline(&line, &cap, f) > 0) {
@@ -83,8 +83,6 @@ static int read_mount(const char *controller, char *mnt, char *root, size_t size
 			rc = 0;
 		}
 	}
-	free(line);
-	fclose(f);
 	return rc;
 }
 
@@ -127,10 +125,10 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t size
  * with id 0 on v2). */
 static int own_path(const char *controller, char *out, size_t size)
 {
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	cleanup_fclose FILE *f = fopen("/proc/self/cgroup", "re");
 	if (!f)
 		return -errno;
-	char *line = NULL;
+	cleanup_free char *line = NULL;
 	size_t cap = 0;
 	int rc = -ENOENT;
 	while (rc && getline(&line, &cap, f) > 0) {
@@ -151,8 +149,6 @@ static int own_path(const char *controller, char *out, size_t size)
 			rc = 0;
 		}
 	}
-	free(line);
-	fclose(f);
 	return rc;
 }
 
@@ -407,30 +403,23 @@ static int v2_delegate(const char *dir, bool may_move_self, sr_error *err)
 
 static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 {
-	char *own = sr_cgroup_own_dir(cg->mode, role_controller[r]);
+	cleanup_free char *own = sr_cgroup_own_dir(cg->mode, role_controller[r]);
 	if (!own)
 		return r == R_FREEZER || r == R_CPUACCT
 			   ? 0
 			   : sr_fail(err, ENOENT, "find the %s cgroup saferun runs in",
 				     role_controller[r]);
-	int rc = -1;
 	if (asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT, own) < 0 ||
-	    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) < 0) {
-		sr_fail(err, ENOMEM, "cgroup path");
-		goto out;
-	}
-	if (!first_of_dir(cg, r)) {
-		rc = 0;
-		goto out;
-	}
+	    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) < 0)
+		return sr_fail(err, ENOMEM, "cgroup path");
+	if (!first_of_dir(cg, r))
+		return 0;
 	if (cg->mode == SR_CGROUP_V2 && v2_delegate(own, true, err))
-		goto out;
+		return -1;
 	/* A concurrent run may remove the empty parent between our mkdirs. */
 	for (int tries = 0; tries < 5; tries++) {
-		if (mkdir(cg->parent[r], 0755) < 0 && errno != EEXIST) {
-			sr_fail(err, errno, "create cgroup %s", cg->parent[r]);
-			goto out;
-		}
+		if (mkdir(cg->parent[r], 0755) < 0 && errno != EEXIST)
+			return sr_fail(err, errno, "create cgroup %s", cg->parent[r]);
 		/* ... or between the mkdir and the delegation (ENOENT): again. */
 		sr_error e = { 0 };
 		if (cg->mode == SR_CGROUP_V2 && v2_delegate(cg->parent[r], false, &e)) {
@@ -438,19 +427,14 @@ static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 				continue;
 			if (err)
 				*err = e;
-			goto out;
+			return -1;
 		}
-		if (mkdir(cg->dir[r], 0755) == 0) {
-			rc = 0;
-			goto out;
-		}
+		if (mkdir(cg->dir[r], 0755) == 0)
+			return 0;
 		if (errno != ENOENT)
 			break;
 	}
-	sr_fail(err, errno, "create cgroup %s", cg->dir[r]);
-out:
-	free(own);
-	return rc;
+	return sr_fail(err, errno, "create cgroup %s", cg->dir[r]);
 }
 
 int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_error *err)

@@ -145,10 +145,11 @@ static int resolve_host(sr_egress *e, const sr_net_allow *a, size_t i, sr_error 
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	int rc = getaddrinfo(a->host, NULL, &hints, &res);
-	if (rc != 0)
-		return sr_refuse(err, EINVAL,
-				 "policy.network.allow[%zu].host: \"%s\" does not resolve: %s", i,
-				 a->host, gai_strerror(rc));
+	if (rc != 0) {
+		sr_refuse(err, EINVAL, "\"%s\" does not resolve: %s", a->host, gai_strerror(rc));
+		sr_error_mark(err, SR_ERR_NET_HOST);
+		return sr_error_wrap(err, SR_EGRESS_HOST_FIELD, i);
+	}
 	for (struct addrinfo *r = res; r && rc == 0; r = r->ai_next) {
 		uint32_t addr = ntohl(((struct sockaddr_in *)r->ai_addr)->sin_addr.s_addr);
 		bool seen = false;
@@ -255,7 +256,7 @@ static int plan_dns(sr_egress *e, const sr_policy *p, sr_error *err)
 	return 0;
 }
 
-int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
+int sr_egress_plan_policy(const sr_policy *p, sr_egress **out, sr_error *err)
 {
 	sr_egress *e = calloc(1, sizeof *e);
 	if (!e)
@@ -265,6 +266,16 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 		free(e);
 		return -1;
 	}
+	plan_hosts(e);
+	*out = e;
+	return 0;
+}
+
+int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
+{
+	sr_egress *e;
+	if (sr_egress_plan_policy(p, &e, err) < 0)
+		return -1;
 	/* A kernel without nf_tables cannot hold an allow list: refuse the
 	 * run before anything is built, as for any feature the host lacks
 	 * (after the names: a policy's own mistakes are said first). */
@@ -276,7 +287,6 @@ int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err)
 				 "kernel: %s",
 				 why.msg);
 	}
-	plan_hosts(e);
 	*out = e;
 	return 0;
 }
@@ -510,7 +520,7 @@ static void deny_host_addresses(FILE *f)
 /* The sandbox's own rules: only the allow list leaves; the host's
  * addresses and the other sandboxes are refused even under 0.0.0.0/0;
  * every refusal is counted and its destination recorded for the result. */
-static char *sandbox_rules(const sr_egress *e)
+char *sr_egress_rules(const sr_egress *e)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -926,7 +936,7 @@ int sr_egress_start(sr_egress *e, pid_t pid, sr_error *err)
 	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
 	if ((e->nsfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return sr_fail(err, errno, "open %s", path);
-	char *rules = sandbox_rules(e);
+	char *rules = sr_egress_rules(e);
 	if (!rules)
 		return sr_fail(err, ENOMEM, "egress rules");
 	/* The rules first: the sandbox has no way out before they hold. */

@@ -16,6 +16,17 @@ typedef struct sr_egress sr_egress;
  * sandbox; dns: true from the host's /etc/resolv.conf. A name that does
  * not resolve is refused (EINVAL) naming the policy entry. */
 int sr_egress_plan(const sr_policy *p, sr_egress **out, sr_error *err);
+/* Such a name's error is SR_ERR_NET_HOST, its message this field (with
+ * the entry's index), ": ", and what the resolver said of the name. */
+#define SR_EGRESS_HOST_FIELD "policy.network.allow[%zu].host"
+/* The same plan without looking at the kernel (sr_egress_plan then checks
+ * that it has nf_tables): what the unit tests read. Free with
+ * sr_egress_free. */
+int sr_egress_plan_policy(const sr_policy *p, sr_egress **out, sr_error *err);
+/* The sandbox's own nftables table for the plan (caller frees; NULL: out
+ * of memory): the allow list, the resolvers, and refusals of the host's
+ * addresses, the other sandboxes and link-local unless an entry names it. */
+char *sr_egress_rules(const sr_egress *e);
 /* "nameserver ..." lines for the resolvers the policy opens, or NULL when
  * it opens none: the sandbox's /etc/resolv.conf. */
 const char *sr_egress_resolv_conf(const sr_egress *e);

@@ -29,17 +29,13 @@ extern const size_t sr_embedded_runner_len;
  * inside the tree (an imported rootfs's symlinks never reach the host). */
 static int python_identity(const char *rootfs, struct stat *st)
 {
-	int root = open(rootfs && *rootfs ? rootfs : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int root =
+	    open(rootfs && *rootfs ? rootfs : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -1;
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
-	int fd = (int)syscall(SYS_openat2, root, "usr/bin/python3", &how, sizeof how);
-	close(root);
-	if (fd < 0)
-		return -1;
-	int rc = fstat(fd, st);
-	close(fd);
-	return rc;
+	cleanup_close int fd = (int)syscall(SYS_openat2, root, "usr/bin/python3", &how, sizeof how);
+	return fd < 0 ? -1 : fstat(fd, st);
 }
 
 /* The key: the runner's whole source and everything that identifies the
@@ -86,9 +82,10 @@ int sr_runner_cache_open(const char *rootfs, bool *miss)
 	*miss = false;
 	const char *dir = sr_cache_dir(NULL);
 	size_t key_len;
-	char *key = dir ? cache_key(rootfs, &key_len) : NULL, sub[PATH_MAX];
-	char *path = key ? entry_path(dir, key, key_len, sub, sizeof sub) : NULL;
-	char magic[sizeof CACHE_MAGIC - 1], *stored = key ? malloc(key_len) : NULL;
+	char sub[PATH_MAX], magic[sizeof CACHE_MAGIC - 1];
+	cleanup_free char *key = dir ? cache_key(rootfs, &key_len) : NULL;
+	cleanup_free char *path = key ? entry_path(dir, key, key_len, sub, sizeof sub) : NULL;
+	cleanup_free char *stored = key ? malloc(key_len) : NULL;
 	uint64_t klen = 0, clen = 0;
 	int fd = path && stored ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
 	*miss = path && stored && fd < 0 && errno == ENOENT;
@@ -102,9 +99,6 @@ int sr_runner_cache_open(const char *rootfs, bool *miss)
 		fd = -1;
 		*miss = true;
 	}
-	free(stored);
-	free(path);
-	free(key);
 	return fd;
 }
 
@@ -112,9 +106,9 @@ void sr_runner_cache_store(const char *rootfs, const void *code, size_t len)
 {
 	const char *dir = sr_cache_dir(NULL);
 	size_t key_len;
-	char *key = dir && len && len <= MAX_CODE ? cache_key(rootfs, &key_len) : NULL,
-	     sub[PATH_MAX];
-	char *path = key ? entry_path(dir, key, key_len, sub, sizeof sub) : NULL;
+	char sub[PATH_MAX];
+	cleanup_free char *key = dir && len && len <= MAX_CODE ? cache_key(rootfs, &key_len) : NULL;
+	cleanup_free char *path = key ? entry_path(dir, key, key_len, sub, sizeof sub) : NULL;
 	if (path) {
 		uint64_t klen = key_len, clen = len;
 		struct iovec parts[] = {
@@ -126,8 +120,6 @@ void sr_runner_cache_store(const char *rootfs, const void *code, size_t len)
 		};
 		sr_cache_store(dir, sub, path, parts, 5);
 	}
-	free(path);
-	free(key);
 }
 
 /* The magic number guards against an entry from another python that

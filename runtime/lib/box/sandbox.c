@@ -497,7 +497,7 @@ static bool runtime_block(sr_result *res)
 	return true;
 }
 
-static void classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
+void sr_box_classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
 		     const sr_limits *lim)
 {
 	res->hit_memory = st->oom_kills > 0;
@@ -592,7 +592,7 @@ int sr_box_watch(sr_box *r, uint64_t wall_ms, uint64_t output_bytes, const sr_cg
 	if (r->egress)
 		sr_egress_collect(r->egress, &r->res->net);
 	if (rc == 0)
-		classify(r->res, oc, &st, &lim);
+		sr_box_classify(r->res, oc, &st, &lim);
 	return rc;
 }
 

@@ -80,6 +80,11 @@ int sr_box_start(sr_box *b, sr_error *err);
  * group's counters when the run began (NULL: zero). */
 int sr_box_watch(sr_box *b, uint64_t wall_ms, uint64_t output_bytes, const sr_cgroup_stats *before,
 		 sr_outcome *oc, sr_error *err);
+/* The end of a run as a status, exit code, signal and message in res, from
+ * what the supervisor saw (oc), the group's counters for the run (st) and
+ * the limits it ran under (pure: sr_box_watch's last step). */
+void sr_box_classify(sr_result *res, const sr_outcome *oc, const sr_cgroup_stats *st,
+		     const sr_limits *lim);
 /* Kill what runs, close, remove the group, free (all but wd[0]: the
  * artifacts are read after this). */
 void sr_box_cleanup(sr_box *b);

@@ -1286,20 +1286,13 @@ static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
  * follows then finds the program compiled. */
 static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
 {
-	sr_error e = { 0 };
 	sr_bpf prog;
 
-	if (sr_seccomp_compile_cached(s, NULL, &prog, &e) == 0) {
+	if (sr_seccomp_compile_cached(s, NULL, &prog, c->err) == 0) {
 		sr_bpf_free(&prog);
 		return 0;
 	}
-	if (c->origin && *c->origin)
-		sr_fail(c->err, 0, "%s: %s", c->origin, e.msg);
-	else
-		sr_fail(c->err, 0, "%s", e.msg);
-	if (c->err)
-		c->err->errnum = e.errnum;
-	return -1;
+	return c->origin && *c->origin ? sr_error_wrap(c->err, "%s", c->origin) : -1;
 }
 
 static int parse_seccomp(const struct ctx *c, const cJSON *obj, sr_policy *p)

@@ -51,29 +51,25 @@ static char *cache_key(const sr_seccomp_policy *p, size_t *len)
 /* File: magic, key length, key, program length (insns), program. */
 static int load(const char *path, const char *key, size_t key_len, sr_bpf *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
-	int rc = -1;
-	char magic[sizeof CACHE_MAGIC - 1], *stored = malloc(key_len);
+	char magic[sizeof CACHE_MAGIC - 1];
+	cleanup_free char *stored = malloc(key_len);
 	uint64_t klen = 0;
 	uint16_t n = 0;
 	if (!stored || sr_read_all(fd, magic, sizeof magic) ||
 	    memcmp(magic, CACHE_MAGIC, sizeof magic) || sr_read_all(fd, &klen, sizeof klen) ||
 	    klen != key_len || sr_read_all(fd, stored, key_len) || memcmp(stored, key, key_len) ||
 	    sr_read_all(fd, &n, sizeof n) || n == 0 || n > BPF_MAXINSNS)
-		goto out;
+		return -1;
 	out->insns = malloc(n * sizeof *out->insns);
 	if (!out->insns || sr_read_all(fd, out->insns, n * sizeof *out->insns)) {
 		sr_bpf_free(out);
-		goto out;
+		return -1;
 	}
 	out->len = n;
-	rc = 0;
-out:
-	free(stored);
-	close(fd);
-	return rc;
+	return 0;
 }
 
 const char *sr_cache_dir(const char *dir)
@@ -109,7 +105,8 @@ int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bp
 	if (!(dir = sr_cache_dir(dir)))
 		return sr_seccomp_compile(p, out, err);
 	size_t key_len;
-	char *key = cache_key(p, &key_len), sub[PATH_MAX], path[PATH_MAX];
+	cleanup_free char *key = cache_key(p, &key_len);
+	char sub[PATH_MAX], path[PATH_MAX];
 	if (!key)
 		return sr_seccomp_compile(p, out, err);
 	snprintf(sub, sizeof sub, "%s/seccomp", dir);
@@ -131,6 +128,5 @@ int sr_seccomp_compile_cached(const sr_seccomp_policy *p, const char *dir, sr_bp
 			sr_cache_store(dir, sub, path, parts, 5);
 		}
 	}
-	free(key);
 	return rc;
 }

@@ -304,7 +304,8 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	snprintf(id, sizeof id, "%s-%d-pip", res->id, (int)getpid());
 	cleanup_stale();
 	if (sr_workspace_create(DEPS_WS_BASE, id, d->max_size_bytes, &ws, err) ||
-	    json_reqs(reqs, n, &rj) || json_source(d, host, index.ports[0], &src) ||
+	    ((json_reqs(reqs, n, &rj) || json_source(d, host, index.ports[0], &src)) &&
+	     sr_fail(err, ENOMEM, "pip's requirements and sources")) ||
 	    sr_workspace_write(ws, "requirements.json", rj, strlen(rj), err) ||
 	    sr_workspace_write(ws, "source.json", src, strlen(src), err) ||
 	    sr_workspace_write(ws, "main.py", install_py, sizeof install_py - 1, err) ||
@@ -314,7 +315,7 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 		free(rj);
 		free(src);
 		sr_workspace_destroy(ws);
-		return -1;
+		return sr_error_wrap(err, "set up pip's workspace");
 	}
 	free(rj);
 	free(src);
@@ -347,11 +348,13 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	uint64_t t0 = sr_now_ms();
 	int rc = sr_box_run_with(&ir, ws, binds, n_binds, &pr, err);
 	res->deps.install_ms = sr_now_ms() - t0;
-	static const char allow0[] = "policy.network.allow[0].host: ";
-	if (rc < 0 && d->index_url && strncmp(err->msg, allow0, sizeof allow0 - 1) == 0) {
-		char msg[sizeof err->msg]; /* the index's host, not the run's policy */
+	if (rc < 0 && d->index_url && err->code == SR_ERR_NET_HOST) {
+		/* The index's host, not the run's policy: what the resolver
+		 * said, under the key that named the host (the only entry). */
+		int field = snprintf(NULL, 0, SR_EGRESS_HOST_FIELD ": ", (size_t)0);
+		char msg[sizeof err->msg];
 		snprintf(msg, sizeof msg, "policy.dependencies.index_url: host %s",
-			 err->msg + sizeof allow0 - 1);
+			 err->msg + field);
 		memcpy(err->msg, msg, sizeof msg);
 	}
 	char why[512];
@@ -425,7 +428,7 @@ static int sort_requirements(const sr_run_request *req, char *const *reqs, size_
 		const char *r = reqs[i];
 		bool detected = i >= n_asked; /* a guess from the imports: never an error */
 		if (sr_deps_check_requirement(r, i, norm, sizeof norm, err) < 0)
-			return -1;
+			return sr_error_mark(err, SR_ERR_REQUIREMENTS);
 		bool allowed = listed(d->allow, d->n_allow, norm);
 		if (listed(d->ignore, d->n_ignore, norm) || (detected && !allowed)) {
 			if (strv_push(&res->deps.ignored, &res->deps.n_ignored, norm) < 0)
@@ -716,13 +719,15 @@ int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **o
 	*out = NULL;
 	if ((req->n_requirements == 0 && !(d->auto_detect && req->code)) || req->deps_layer)
 		return 0;
-	if (req->n_requirements > SR_DEPS_MAX_REQS)
-		return sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d",
-				 req->n_requirements, SR_DEPS_MAX_REQS);
-	for (size_t i = 0; i < req->n_requirements; i++) {
+	if (req->n_requirements > SR_DEPS_MAX_REQS) {
+		sr_refuse(err, EINVAL, "requirements: %zu entries, at most %d", req->n_requirements,
+			  SR_DEPS_MAX_REQS);
+		return sr_error_mark(err, SR_ERR_REQUIREMENTS);
+	}
+	for (size_t i = 0; i < req->n_requirements; i++) { /* before any sandbox runs */
 		char norm[NAME_MAX_LEN + 1];
 		if (sr_deps_check_requirement(req->requirements[i], i, norm, sizeof norm, err))
-			return -1; /* before any sandbox runs */
+			return sr_error_mark(err, SR_ERR_REQUIREMENTS);
 	}
 	char *rootfs = profile_root(req->policy, req->rootfs_dir, err), **todo = NULL, **all = NULL;
 	size_t n_todo = 0, n_all = 0;

@@ -22,18 +22,15 @@
 
 static int copy_file(int sdir, int ddir, const char *name, mode_t mode)
 {
-	int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	cleanup_close int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	cleanup_close int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	/* exact modes, whatever the caller's umask: sandboxes read these */
 	int rc = out < 0 || fchmod(out, mode) < 0 ? -errno : 0;
 	char buf[65536];
 	for (ssize_t got; rc == 0 && (got = read(in, buf, sizeof buf)) != 0;)
 		rc = got < 0 ? -errno : sr_write_all(out, buf, (size_t)got) < 0 ? -errno : 0;
-	close(in);
-	if (out >= 0)
-		close(out);
 	return rc;
 }
 
@@ -44,7 +41,7 @@ static int copy_tree(int sdir, int ddir, int depth)
 	if (depth > TREE_DEPTH)
 		return -ELOOP;
 	int fd = dup(sdir);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	cleanup_closedir DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
@@ -58,7 +55,7 @@ static int copy_tree(int sdir, int ddir, int depth)
 		if (fstatat(sdir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			rc = -errno;
 		} else if (S_ISDIR(st.st_mode)) {
-			int s2 = -1, d2 = -1;
+			cleanup_close int s2 = -1, d2 = -1;
 			if (mkdirat(ddir, e->d_name, 0755) < 0 ||
 			    (s2 = openat(sdir, e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
@@ -69,10 +66,6 @@ static int copy_tree(int sdir, int ddir, int depth)
 				rc = -errno;
 			else
 				rc = copy_tree(s2, d2, depth + 1);
-			if (s2 >= 0)
-				close(s2);
-			if (d2 >= 0)
-				close(d2);
 		} else if (S_ISREG(st.st_mode)) {
 			rc = copy_file(sdir, ddir, e->d_name, st.st_mode & 0111 ? 0755 : 0644);
 		} else if (S_ISLNK(st.st_mode)) {
@@ -84,7 +77,6 @@ static int copy_tree(int sdir, int ddir, int depth)
 				rc = -errno;
 		}
 	}
-	closedir(d);
 	return rc;
 }
 
@@ -157,7 +149,8 @@ static int cmp_dirent_name(const struct dirent **a, const struct dirent **b)
 char *sr_deps_cache_key(const sr_deps_policy *d, const char *rootfs, const char *pip,
 			char *const *reqs, size_t n)
 {
-	char *s = NULL, path[4096];
+	cleanup_free char *s = NULL;
+	char path[4096];
 	size_t len = 0;
 	struct stat st = { 0 };
 	snprintf(path, sizeof path, "%s/etc/saferun/profile.json", rootfs);
@@ -184,11 +177,7 @@ char *sr_deps_cache_key(const sr_deps_policy *d, const char *rootfs, const char 
 	}
 	for (size_t i = 0; i < n; i++)
 		bad |= sr_deps_append(&s, &len, "req %s\n", reqs[i]);
-	if (bad) {
-		free(s);
-		return NULL;
-	}
-	return s;
+	return bad ? NULL : sr_take_ptr(&s);
 }
 
 int sr_deps_make_dirs(const char *path, mode_t mode)
@@ -210,27 +199,24 @@ int sr_deps_make_dirs(const char *path, mode_t mode)
 /* A finished entry whose key matches, shared-locked: the layer, or NULL. */
 sr_deps_layer *sr_deps_cache_open(const char *entry, const char *key)
 {
-	int fd = open(entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_close int fd = open(entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	struct stat a, b;
-	char kpath[4200], *text = NULL;
+	char kpath[4200];
+	cleanup_free char *text = NULL;
 	snprintf(kpath, sizeof kpath, "%s/key", entry);
 	size_t klen = strlen(key);
 	bool ok = flock(fd, LOCK_SH) == 0 && fstat(fd, &a) == 0 && stat(entry, &b) == 0 &&
 		  a.st_ino == b.st_ino && a.st_dev == b.st_dev && (text = malloc(klen + 2)) &&
 		  sr_read_file(kpath, text, klen + 2) == (ssize_t)klen &&
 		  memcmp(text, key, klen) == 0;
-	free(text);
-	sr_deps_layer *l = ok ? calloc(1, sizeof *l) : NULL;
-	if (!l || asprintf(&l->path, "%s/layer", entry) < 0) {
-		free(l);
-		close(fd);
+	cleanup_free sr_deps_layer *l = ok ? calloc(1, sizeof *l) : NULL;
+	if (!l || asprintf(&l->path, "%s/layer", entry) < 0)
 		return NULL;
-	}
-	l->lock_fd = fd;
 	futimens(fd, NULL); /* last used: eviction removes the oldest */
-	return l;
+	l->lock_fd = sr_take_fd(&fd);
+	return sr_take_ptr(&l);
 }
 
 struct entry_age {
@@ -249,9 +235,9 @@ static int cmp_age(const void *a, const void *b)
 /* Keep at most max entries: the least recently used that no run holds go. */
 void sr_deps_cache_evict(const char *dir, unsigned max)
 {
-	struct entry_age *v = NULL;
+	cleanup_free struct entry_age *v = NULL;
 	size_t n = 0, cap = 0;
-	DIR *d = opendir(dir);
+	cleanup_closedir DIR *d = opendir(dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		struct stat st;
 		if (e->d_name[0] == '.' || strlen(e->d_name) >= 64 ||
@@ -267,13 +253,11 @@ void sr_deps_cache_evict(const char *dir, unsigned max)
 		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
 		v[n++].used = st.st_mtim;
 	}
-	if (d)
-		closedir(d);
 	qsort(v, n, sizeof *v, cmp_age);
 	for (size_t i = 0; n - i > max && i < n; i++) {
 		char path[4200], trash[4200];
 		snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
-		int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		char hex[17] = "0";
@@ -281,9 +265,31 @@ void sr_deps_cache_evict(const char *dir, unsigned max)
 		snprintf(trash, sizeof trash, "%s/.trash-%s", dir, hex);
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && rename(path, trash) == 0)
 			sr_deps_remove_tree(trash);
-		close(fd);
 	}
-	free(v);
+}
+
+/* The install's layer and key into tmp, renamed to entry: 0, or -1 with
+ * err filled (the caller removes tmp). */
+static int store_entry(const char *tmp, const char *entry, const char *key, const char *src_layer,
+		       sr_error *err)
+{
+	cleanup_close int td = -1, ld = -1, sd = -1, kfd = -1;
+	int rc;
+	if (mkdir(tmp, 0755) < 0 ||
+	    (td = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    mkdirat(td, "layer", 0755) < 0 ||
+	    (ld = openat(td, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fchmod(td, 0755) < 0 || fchmod(ld, 0755) < 0 ||
+	    (sd = open(src_layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return sr_fail(err, errno, "create cache entry %s", tmp);
+	if ((rc = copy_tree(sd, ld, 0)) < 0)
+		return sr_fail(err, -rc, "copy the installed packages into %s", tmp);
+	if ((kfd = openat(td, "key", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 ||
+	    sr_write_all(kfd, key, strlen(key)) < 0)
+		return sr_fail(err, errno, "write %s/key", tmp);
+	if (rename(tmp, entry) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		return sr_fail(err, errno, "rename %s to %s", tmp, entry);
+	return 0; /* ours, or an identical one another install stored first */
 }
 
 /* Copy the finished install into the cache under key; the entry, locked. */
@@ -293,28 +299,7 @@ sr_deps_layer *sr_deps_cache_store(const char *dir, const char *entry, const cha
 	char tmp[4200], hex[17] = "0";
 	sr_random_hex(hex, 8);
 	snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, hex);
-	int td = -1, ld = -1, sd = -1, kfd = -1, rc = -1;
-	if (mkdir(tmp, 0755) < 0 ||
-	    (td = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    mkdirat(td, "layer", 0755) < 0 ||
-	    (ld = openat(td, "layer", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    fchmod(td, 0755) < 0 || fchmod(ld, 0755) < 0 ||
-	    (sd = open(src_layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		sr_fail(err, errno, "create cache entry %s", tmp);
-	} else if ((rc = copy_tree(sd, ld, 0)) < 0) {
-		sr_fail(err, -rc, "copy the installed packages into %s", tmp);
-	} else if ((kfd = openat(td, "key", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 ||
-		   sr_write_all(kfd, key, strlen(key)) < 0) {
-		rc = sr_fail(err, errno, "write %s/key", tmp);
-	} else if (rename(tmp, entry) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
-		rc = sr_fail(err, errno, "rename %s to %s", tmp, entry);
-	} else {
-		rc = 0; /* ours, or an identical one another install stored first */
-	}
-	int fds[] = { td, ld, sd, kfd };
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	int rc = store_entry(tmp, entry, key, src_layer, err);
 	sr_deps_remove_tree(tmp); /* gone already when the rename was ours */
 	if (rc < 0)
 		return NULL;
