@@ -260,8 +260,7 @@ static int receive(struct answer *a)
 
 /* Streamed items, one a line: output to on_output, the last one (the
  * result, or an error) left in *last. */
-static void take_lines(const srcli_daemon_run *r, struct answer *a, size_t *line_at,
-		       char **last)
+static void take_lines(const srcli_daemon_run *r, struct answer *a, size_t *line_at, char **last)
 {
 	char *nl;
 	while ((nl = memchr(a->body + *line_at, '\n', a->body_len - *line_at))) {
@@ -270,7 +269,7 @@ static void take_lines(const srcli_daemon_run *r, struct answer *a, size_t *line
 		const cJSON *type = cJSON_GetObjectItem(j, "type"),
 			    *data = cJSON_GetObjectItem(j, "data");
 		bool out = cJSON_IsString(type) && (strcmp(type->valuestring, "stdout") == 0 ||
-						   strcmp(type->valuestring, "stderr") == 0);
+						    strcmp(type->valuestring, "stderr") == 0);
 		if (out && cJSON_IsString(data))
 			r->on_output(r->on_output_arg, type->valuestring[3] == 'e' ? 2 : 1,
 				     data->valuestring, strlen(data->valuestring));
