@@ -370,8 +370,18 @@ def _saferun_zygote(prewarm):
         module = importlib.util.module_from_spec(
             importlib.util.spec_from_loader("_saferun_zygote", loader))
         loader.exec_module(module)
+        skipped = []
         for name in preload:
-            __import__(name)
+            try:
+                __import__(name)
+            except ModuleNotFoundError as e:
+                # Not in this profile (the default policy preloads the
+                # datascience modules; the minimal profile lacks them):
+                # skipped and reported. A module that is there but fails
+                # to import is an error.
+                if e.name is None or not (name + ".").startswith(e.name + "."):
+                    raise
+                skipped.append(name)
         if warmup:
             # The policy's warmup (operator code): its names go with it.
             exec(compile(warmup, "<warmup>", "exec"), {"__name__": "__saferun_warmup__"})
@@ -396,7 +406,7 @@ def _saferun_zygote(prewarm):
     # collector's reach, so collections there do not write to those pages.
     gc.collect()
     gc.freeze()
-    ctl.send(b"R")
+    ctl.send(b"R" + "\x1f".join(skipped).encode())
     ctl.detach()
     if module.serve(3, spec, fds[1]) is None:
         os._exit(0)  # the supervisor closed the zygote's socket

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon_client.h"
 #include "saferun.h"
 
 /* Exit codes of saferun itself, distinct from the ones the code passes
@@ -66,6 +67,13 @@ static const char usage_run[] =
     "                    warm.preload imported forks the sandbox (docs/warm.md);\n"
     "                    for one run this is slower than cold, it is how the\n"
     "                    tests prove the warm path's isolation\n"
+    "  --no-daemon       run in this process (cold) even when a saferund is\n"
+    "                    listening on $SAFERUN_SOCKET (default\n"
+    "                    " SRCLI_DAEMON_SOCKET "); without it, a run\n"
+    "                    no option above keeps in-process (--policy, --preset,\n"
+    "                    --profile, --pids, --rootfs-dir, --no-check, --warm)\n"
+    "                    goes to the daemon when it is root's or yours and\n"
+    "                    takes it (docs/cli.md)\n"
     "  --json            print the full result as JSON\n"
     "  exit: the code's own (ok, error), 2 bad input, 3 rejected or internal_error,\n"
     "  124 timeout, 125 output_limit, 128+N killed by signal N\n";
@@ -209,7 +217,7 @@ struct run_opts {
 	const char *reqs_file;
 	char **env, **files, **allow, **reqs;
 	int n_env, n_files, n_allow, n_reqs;
-	bool json, no_check, warm;
+	bool json, no_check, warm, no_daemon;
 };
 
 /* One run through a zygote of its own, forked on demand, never cold. */
@@ -218,6 +226,7 @@ static int run_warm(sr_policy *p, const sr_run_request *req, sr_result *res, sr_
 	sr_warm *w;
 	p->warm.enabled = true;
 	p->warm.pool_size = 0;
+	p->warm.pool_size_auto = false;
 	p->warm.fallback_cold = false;
 	if (sr_warm_start(p, req->rootfs_dir, &w, err))
 		return -1;
@@ -407,6 +416,53 @@ static int pick_language(const struct run_opts *o, sr_language *out)
 	return 0;
 }
 
+/* What only the in-process run honours: another policy, profile, rootfs
+ * or pids limit, no checker, a private zygote (the daemon serves its own
+ * default policy; a request may only lower its time, memory and CPU). */
+static bool daemon_may_run(const struct run_opts *o)
+{
+	return !o->no_daemon && !o->warm && !o->policy && !o->preset && !o->profile && !o->pids &&
+	       !o->rootfs_dir && !o->no_check;
+}
+
+/* 1 when saferund ran it (printed, *rc set); 0: run it here. */
+static int run_in_daemon(const struct run_opts *o, const sr_run_request *req, sr_result *res,
+			 int *rc)
+{
+	const sr_policy *p = req->policy;
+	srcli_daemon_run r = { .code = req->code,
+			       .code_size = req->code_size,
+			       .env = o->env,
+			       .n_env = (size_t)o->n_env,
+			       .allow = o->allow,
+			       .n_allow = (size_t)o->n_allow,
+			       .files = req->files,
+			       .n_files = req->n_files,
+			       .stdin_data = req->stdin_data,
+			       .stdin_size = req->stdin_size,
+			       .reqs = (char *const *)req->requirements,
+			       .n_reqs = req->n_requirements,
+			       .timeout_ms = o->timeout ? p->limits.wall_ms : 0,
+			       .memory_bytes = o->memory ? p->limits.memory_bytes : 0,
+			       .cpu_millis = o->cpus ? p->limits.cpu_millis : 0,
+			       .language = req->language,
+			       .on_output = req->on_output,
+			       .on_output_arg = req->on_output_arg };
+	char why[512], *body = NULL;
+	int got = srcli_daemon_run_code(&r, res, &body, why, sizeof why);
+	if (got < 0) {
+		usage_error("%s", why);
+		*rc = EXIT_INTERNAL;
+	} else if (got > 0 && o->json) {
+		puts(body);
+		*rc = exit_code_for(res);
+	} else if (got > 0) {
+		*rc = print_result(res, false, req->on_output_arg);
+	}
+	free(body);
+	return got != 0;
+}
+
 static int run_code(const struct run_opts *o, const char *code, size_t code_size)
 {
 	char *reqs_text = NULL, **reqs = NULL;
@@ -452,9 +508,10 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 				       .on_output = o->json ? NULL : show_output,
 				       .on_output_arg = &shown,
 				       .language = language };
-		rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
-			 ? usage_error("%s", err.msg)
-			 : print_result(&res, o->json, &shown);
+		if (!daemon_may_run(o) || !run_in_daemon(o, &req, &res, &rc))
+			rc = (o->warm ? run_warm(p, &req, &res, &err) : sr_run(&req, &res, &err))
+				 ? usage_error("%s", err.msg)
+				 : print_result(&res, o->json, &shown);
 	}
 	sr_result_free(&res);
 	for (int i = 0; i < o->n_files; i++) {
@@ -495,6 +552,7 @@ static int cmd_run(int argc, char **argv)
 		O_ALLOW,
 		O_NO_CHECK,
 		O_WARM,
+		O_NO_DAEMON,
 		O_REQ,
 		O_REQ_FILE,
 		O_LANGUAGE
@@ -515,6 +573,7 @@ static int cmd_run(int argc, char **argv)
 		{ "allow", 1, 0, O_ALLOW },
 		{ "no-check", 0, 0, O_NO_CHECK },
 		{ "warm", 0, 0, O_WARM },
+		{ "no-daemon", 0, 0, O_NO_DAEMON },
 		{ "requirement", 1, 0, O_REQ },
 		{ "requirements-file", 1, 0, O_REQ_FILE },
 		{ "language", 1, 0, O_LANGUAGE },
@@ -545,6 +604,7 @@ static int cmd_run(int argc, char **argv)
 		case O_ALLOW: o.allow[o.n_allow++] = optarg; break;
 		case O_NO_CHECK: o.no_check = true; break;
 		case O_WARM: o.warm = true; break;
+		case O_NO_DAEMON: o.no_daemon = true; break;
 		case 'r':
 		case O_REQ: o.reqs[o.n_reqs++] = optarg; break;
 		case O_REQ_FILE: o.reqs_file = optarg; break;

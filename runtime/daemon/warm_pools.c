@@ -10,7 +10,8 @@
 
 struct srd_warm_pool {
 	char *policy;
-	sr_warm *w;
+	sr_warm *w; /* NULL: the policy is warm but runs cold, for cold_why */
+	char *cold_why;
 	unsigned refs;
 	bool retired; /* replaced by a reload: stopped when refs is 0 */
 };
@@ -26,11 +27,43 @@ static void pool_stop(srd_warm_pool *p)
 {
 	sr_warm_stop(p->w);
 	free(p->policy);
+	free(p->cold_why);
 	free(p);
 }
 
+/* A warm policy's pool, or why it runs cold: an egress network (a forked
+ * sandbox has only lo), a machine too small for a zygote (pool_size
+ * "auto"), a zygote that could not be set up. */
+static srd_warm_pool *start_pool(srd_warm *t, const char *name, const sr_policy *p)
+{
+	srd_warm_pool *pool = calloc(1, sizeof *pool);
+	sr_error err = { 0 };
+	if (!pool || !(pool->policy = strdup(name))) {
+		free(pool);
+		return NULL;
+	}
+	if (p->net_mode == SR_NET_EGRESS)
+		snprintf(err.msg, sizeof err.msg,
+			 "its network is egress, which only the cold path builds");
+	else if (sr_warm_start(p, t->rootfs_dir, &pool->w, &err) == 0) {
+		sr_warm_stats st;
+		sr_warm_get_stats(pool->w, &st);
+		srd_log("info", "warm",
+			"policy %s: warm pool of %u starting (preload: %zu modules)", pool->policy,
+			st.pool_size, p->warm.n_preload);
+		return pool;
+	}
+	srd_log("warning", "warm", "policy %s runs cold: %s", name, err.msg);
+	if (!(pool->cold_why = strdup(err.msg))) {
+		free(pool->policy);
+		free(pool);
+		return NULL;
+	}
+	return pool;
+}
+
 /* Pools for the warm policies of reg; a policy that cannot start one is
- * logged and runs cold. */
+ * logged, listed with why, and runs cold. */
 static void start_pools(srd_warm *t, srd_policies *reg, srd_warm_pool ***v, size_t *n)
 {
 	cJSON *names = srd_policies_names(reg), *name;
@@ -40,26 +73,10 @@ static void start_pools(srd_warm *t, srd_policies *reg, srd_warm_pool ***v, size
 	{
 		sr_policy *p = NULL;
 		srd_ferr e = { 0 };
-		sr_error err = { 0 };
-		if (!*v || srd_policies_get(reg, name->valuestring, "policy", &p, &e) ||
-		    !p->warm.enabled) {
-			sr_policy_free(p);
-			continue;
-		}
-		srd_warm_pool *pool = calloc(1, sizeof *pool);
-		if (pool && (pool->policy = strdup(name->valuestring)) &&
-		    sr_warm_start(p, t->rootfs_dir, &pool->w, &err) == 0) {
+		srd_warm_pool *pool;
+		if (*v && srd_policies_get(reg, name->valuestring, "policy", &p, &e) == 0 &&
+		    p->warm.enabled && (pool = start_pool(t, name->valuestring, p)))
 			(*v)[(*n)++] = pool;
-			srd_log("info", "warm",
-				"policy %s: warm pool of %u starting (preload: %zu modules)",
-				pool->policy, p->warm.pool_size, p->warm.n_preload);
-		} else {
-			srd_log("error", "warm", "policy %s: no warm pool: %s", name->valuestring,
-				pool ? err.msg : "out of memory");
-			if (pool)
-				free(pool->policy);
-			free(pool);
-		}
 		sr_policy_free(p);
 	}
 	cJSON_Delete(names);
@@ -107,7 +124,7 @@ srd_warm_pool *srd_warm_acquire(srd_warm *t, const char *policy)
 		return NULL;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n && !found; i++)
-		if (strcmp(t->v[i]->policy, policy) == 0)
+		if (t->v[i]->w && strcmp(t->v[i]->policy, policy) == 0)
 			found = t->v[i];
 	if (found)
 		found->refs++;
@@ -131,6 +148,15 @@ void srd_warm_release(srd_warm *t, srd_warm_pool *p)
 		pool_stop(p);
 }
 
+/* "a,b" as ["a", "b"] */
+static void add_names(cJSON *o, const char *key, char *names)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, key);
+	for (char *save = NULL, *tok = strtok_r(names, ",", &save); arr && tok;
+	     tok = strtok_r(NULL, ",", &save))
+		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
+}
+
 cJSON *srd_warm_json(srd_warm *t)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -138,10 +164,16 @@ cJSON *srd_warm_json(srd_warm *t)
 		return arr;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
-		sr_warm_stats st;
-		sr_warm_get_stats(t->v[i]->w, &st);
+		sr_warm_stats st = { 0 };
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "policy", t->v[i]->policy);
+		if (!t->v[i]->w) {
+			cJSON_AddBoolToObject(o, "zygote_up", false);
+			cJSON_AddStringToObject(o, "cold_reason", t->v[i]->cold_why);
+			cJSON_AddItemToArray(arr, o);
+			continue;
+		}
+		sr_warm_get_stats(t->v[i]->w, &st);
 		cJSON_AddBoolToObject(o, "zygote_up", st.zygote_up);
 		cJSON_AddNumberToObject(o, "ready", st.ready);
 		cJSON_AddNumberToObject(o, "pool_size", st.pool_size);
@@ -152,6 +184,8 @@ cJSON *srd_warm_json(srd_warm *t)
 		cJSON_AddNumberToObject(o, "cold_runs", (double)st.cold_runs);
 		if (st.last_error[0])
 			cJSON_AddStringToObject(o, "last_error", st.last_error);
+		if (st.preload_skipped[0])
+			add_names(o, "preload_skipped", st.preload_skipped);
 		cJSON_AddItemToArray(arr, o);
 	}
 	pthread_mutex_unlock(&t->mu);

@@ -174,6 +174,10 @@ typedef struct sr_policy {
 		 * first use are then ready in every sandbox. NULL: none. */
 		char *warmup;
 		unsigned pool_size; /* sandboxes kept ready; 0: forked as each run arrives */
+		/* "pool_size": "auto" (the default policy): sr_warm_start sizes the
+		 * pool from the machine (sr_warm_machine_fit) and refuses to start
+		 * a zygote on a machine too small for one. */
+		bool pool_size_auto;
 		bool
 		    fallback_cold; /* warm path broken or unfit for a request: run cold (else fail) */
 		/* The pool's own work (forking new sandboxes, tearing down used
@@ -420,7 +424,20 @@ typedef struct sr_warm_stats {
 	unsigned pool_size; /* the target */
 	uint64_t zygote_starts, spawned, spawn_failures, warm_runs, cold_runs;
 	char last_error[SR_ERROR_MSG_MAX]; /* why the zygote or a spawn last failed */
+	/* warm.preload modules the profile lacks, skipped by the zygote:
+	 * names joined by ","; empty: none. */
+	char preload_skipped[SR_ERROR_MSG_MAX];
 } sr_warm_stats;
+/* What warm.pool_size "auto" becomes on this machine: one per usable core
+ * (at least 2, at most 16) and one per 64 MiB of the memory the caller may
+ * use beyond half of SR_WARM_MIN_MEMORY (the zygote's share). On two
+ * cores a ready sandbox is refilled as fast as runs take them; more would
+ * only hold memory. 0, with why filled in, when
+ * that memory is under SR_WARM_MIN_MEMORY: too small for a zygote. The
+ * memory is MemAvailable, capped by the caller's cgroup's limit less its
+ * usage (v1 and v2, the group and its ancestors). */
+#define SR_WARM_MIN_MEMORY (512ull << 20)
+SR_PUBLIC unsigned sr_warm_machine_fit(char *why, size_t why_size);
 /* Start the warm path for p (copied): the zygote starts, and the pool
  * fills, in a thread of the pool's own, which must be the zygote's parent
  * (it dies with it). Returns at once. */

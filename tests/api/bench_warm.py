@@ -14,11 +14,12 @@ policies dir, cgroups of its own) with two policies of the profile:
 
   warm: {"filesystem": {"profile": P}, "warm": {"enabled": true,
          "preload": [...], "warmup": CODE, "pool_size": N, "fallback": "cold"}}
-  cold: {"filesystem": {"profile": P}}
+  cold: {"filesystem": {"profile": P}, "warm": {"enabled": false}}
 
 waits until GET /v1/health says the warm pool is full (ready == pool_size),
 measures the memory of the idle daemon, its zygote and each ready sandbox
-into --memory-out (JSON), prints "ready" (or "fail REASON") and then takes
+into --memory-out (JSON), prints "ready SOCKET" (or "fail REASON"; "warm" is
+the daemon's --default-policy, for `saferun run` over SOCKET) and then takes
 commands on stdin, one a line, answering one line on stdout ("ok", or
 "fail REASON"):
 
@@ -235,8 +236,10 @@ class Bench:
             self.warm_policy["warm"]["warmup"] = a.warmup
         if a.refill:
             self.warm_policy["warm"]["refill"] = a.refill
-        self.cold_policy = {"filesystem": {"profile": a.profile}}
-        args = ["--queue-depth", "256"]
+        # the shipped default is warm: the cold rows switch it off
+        self.cold_policy = {"filesystem": {"profile": a.profile}, "warm": {"enabled": False}}
+        # the policy of a run that names none: `saferun run` through the daemon
+        args = ["--queue-depth", "256", "--default-policy", "warm"]
         if a.rootfs_dir:
             args += ["--rootfs-dir", a.rootfs_dir]
         self.d = Daemon(args, policies={"warm": self.warm_policy, "cold": self.cold_policy})
@@ -428,7 +431,7 @@ def main():
             print("fail %s" % str(e).replace("\n", " ")[:300], flush=True)
             log("daemon log:\n" + b.d.text()[-3000:])
             return
-        print("ready", flush=True)
+        print("ready " + b.d.socket, flush=True)
         for line in iter(sys.stdin.readline, ""):
             words = line.split()
             if not words:

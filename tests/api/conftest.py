@@ -26,7 +26,14 @@ from sandbox_host import HOST_ID_BASE, sandbox_processes  # noqa: E402,F401
 SAFERUND = os.environ.get("SAFERUND") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferund")
 CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "freezer")
-HOST_POLICY = {"filesystem": {"profile": "host"}}
+# Warm, as the shipped default is (docs/warm.md), with nothing preloaded (the
+# host profile here has numpy, pandas and matplotlib: importing them costs
+# seconds of CPU per test daemon) and no sandbox forked ahead: each run's is
+# forked as it arrives, so a test daemon costs one zygote, not a pool.
+HOST_POLICY = {"filesystem": {"profile": "host"}, "warm": {"preload": [], "pool_size": 0}}
+# The second policy every test daemon has: cold, so that a test daemon starts one
+# zygote, not two (each costs start-up and shutdown time, ~0.2 s under load).
+HOST_COLD_POLICY = {"filesystem": {"profile": "host"}, "warm": {"enabled": False}}
 
 
 def cgroup_dirs(name):
@@ -53,7 +60,7 @@ class Daemon:
         self.socket = os.path.join(self.dir, "s.sock")
         self.policies = os.path.join(self.dir, "policies")
         os.mkdir(self.policies)
-        for name, doc in (policies or {"default": HOST_POLICY, "host": HOST_POLICY}).items():
+        for name, doc in (policies or {"default": HOST_POLICY, "host": HOST_COLD_POLICY}).items():
             self.write_policy(name, doc)
         self.token = token
         self.workspaces = os.path.join(self.dir, "workspaces")
@@ -182,6 +189,21 @@ class Daemon:
                 left += [os.path.join(parent, e) for e in os.listdir(parent)
                          if os.path.isdir(os.path.join(parent, e))]
         return left
+
+    def only_pools_left(self, timeout=10):
+        """Nothing of this daemon's runs and sessions is left: its groups are its warm
+        pools' alone (none once it stopped), full again (a zygote and pool_size ready sandboxes each, an init
+        and a python3 in every group). The shipped default policy is warm."""
+        def settled():
+            pools = [] if self.proc.poll() is not None else \
+                [w for w in self.get("/v1/health").json()["warm"] if "cold_reason" not in w]
+            if not all(w["zygote_up"] and w["ready"] == w["pool_size"] for w in pools):
+                return False
+            groups = sum(1 + w["pool_size"] for w in pools)
+            names = {os.path.basename(g) for g in self.leftover_groups()}  # per hierarchy
+            return len(names) == groups and \
+                len(own_sandbox_processes(self.cgroups)) == 2 * groups
+        return wait_for(settled, timeout=timeout, step=0.05)
 
     def mounted_workspaces(self):
         """Workspace tmpfs mounts of this daemon still in the mount table."""

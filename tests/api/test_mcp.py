@@ -195,8 +195,7 @@ def assert_nothing_left(d):
     assert wait_for(lambda: d.mounted_workspaces() == [], timeout=5), d.mounted_workspaces()
     assert wait_for(lambda: not os.path.isdir(d.workspaces) or os.listdir(d.workspaces) == [],
                     timeout=5), os.listdir(d.workspaces)
-    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
-    assert d.leftover_groups() == []
+    assert d.only_pools_left(), (d.leftover_groups(), own_sandbox_processes(d.cgroups))
 
 
 # ---- initialize ----------------------------------------------------------------

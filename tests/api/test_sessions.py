@@ -460,8 +460,7 @@ def test_idle_sessions_expire_after_session_ttl(make_daemon):
     assert wait_for(
         lambda: d.mounted_workspaces() == [] and os.listdir(d.workspaces) == [], timeout=5
     )
-    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
-    assert d.leftover_groups() == []
+    assert d.only_pools_left(), (d.leftover_groups(), own_sandbox_processes(d.cgroups))
     closed = [l["msg"] for l in d.lines("session") if "closed" in l.get("msg", "")]
     assert len(closed) == 2 and all("idle past session_ttl" in m for m in closed)
 
@@ -494,8 +493,7 @@ def test_sigkill_with_open_sessions_then_restart_leaves_nothing(make_daemon):
     msgs = [l["msg"] for l in d.lines("cleanup")]
     assert "removed 2 session workspaces left behind" in msgs, d.text()
     assert d.mounted_workspaces() == [] and os.listdir(d.workspaces) == []
-    assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5)
-    assert d.leftover_groups() == []
+    assert d.only_pools_left(), (d.leftover_groups(), own_sandbox_processes(d.cgroups))
     for sid in (live, files):
         assert d.get(f"/v1/sessions/{sid}").status_code == 404
     sid = create(d, {"stateful": True})["session_id"]
@@ -542,8 +540,7 @@ def test_delete_ends_a_run_in_progress(daemon, stateful):
         body = busy.result(timeout=30)
     assert body["status"] == "killed" and time.monotonic() - t < 20, body
     assert wait_for(lambda: daemon.mounted_workspaces() == [], timeout=5)
-    assert wait_for(lambda: own_sandbox_processes(daemon.cgroups) == [], timeout=5)
-    assert daemon.leftover_groups() == []
+    assert daemon.only_pools_left(), daemon.leftover_groups()
 
 
 def test_metrics_count_the_open_sessions(make_daemon):

@@ -184,7 +184,8 @@ def run_ok(d, code, **fields):
 # ---- the pool and its runs ---------------------------------------------------------
 
 def test_the_pool_is_ready_in_health_and_runs_go_warm(make_daemon):
-    d = make_daemon(policies={"default": warm_policy(), "host": HOST_POLICY})
+    d = make_daemon(policies={"default": warm_policy(),
+                              "host": {**HOST_POLICY, "warm": {"enabled": False}}})
     w = wait_pool_ready(d)
     assert w == {"policy": "default", "zygote_up": True, "ready": 2, "pool_size": 2,
                  "zygote_starts": 1, "spawned": 2, "spawn_failures": 0, "warm_runs": 0,
@@ -206,7 +207,7 @@ def test_the_pool_is_ready_in_health_and_runs_go_warm(make_daemon):
     assert r["id"] in lay["forked"]
     r = d.run("import sys\nprint('err', file=sys.stderr)\nsys.exit(3)")
     assert (r["status"], r["exit_code"], r["path"], r["stderr"]) == ("error", 3, "warm", "err\n")
-    # a policy without a warm section runs cold and leaves the pool alone
+    # a policy with warm off runs cold and leaves the pool alone
     r = run_ok(d, "print('cold')", policy="host")
     assert r["path"] == "cold" and r["output"] == "cold\n"
     w = wait_pool_ready(d)
@@ -554,10 +555,11 @@ def test_fallback_error_refuses_while_the_zygote_is_down(make_daemon):
 
 
 def test_a_zygote_that_cannot_start_falls_back_or_refuses(make_daemon):
-    bad = ["saferun_no_such_module"]
-    d = make_daemon(policies={"default": warm_policy(preload=bad),
-                              "strict": warm_policy(preload=bad, fallback="error")})
-    why = ("the zygote's preload or warmup failed: ModuleNotFoundError: "
+    # (a preload module the profile lacks is skipped; one its warmup needs is not)
+    bad = "import saferun_no_such_module\n"
+    d = make_daemon(policies={"default": warm_policy(warmup=bad),
+                              "strict": warm_policy(warmup=bad, fallback="error")})
+    why = ("the zygote's preload or warmup failed: warmup line 1: ModuleNotFoundError: "
            "No module named 'saferun_no_such_module'")
     for name in ("default", "strict"):
         assert wait_for(lambda: pool(d, name)["zygote_starts"] >= 1, timeout=30)
@@ -725,3 +727,56 @@ def test_mcp_run_python_goes_warm(make_daemon):
     finally:
         m.http.close()
     assert pool(d)["warm_runs"] == 1
+
+
+# ---- warm by default (policies/default.json) -------------------------------------
+
+ROOTFS_DIR = os.environ.get("SAFERUN_ROOTFS_DIR", "/var/lib/saferun/rootfs")
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOTFS_DIR, "minimal", "usr", "bin", "python3")),
+                    reason="needs the minimal profile (scripts/build-rootfs minimal)")
+def test_the_default_policy_is_warm_and_skips_preloads_the_profile_lacks(make_daemon):
+    """The shipped default preloads the datascience modules; the minimal
+    profile has none of them: the zygote starts without them, says so,
+    and its warmup (which touches only what was imported) passes. The
+    pool is sized from the machine: one per core, at least 2."""
+    d = make_daemon(policies={"default": {"filesystem": {"profile": "minimal"}}})
+    w = wait_pool_ready(d)
+    cores = len(os.sched_getaffinity(0))
+    assert (w["zygote_up"], w["pool_size"], w["preload_skipped"], w["zygote_starts"]) == \
+        (True, min(max(cores, 2), 16), ["numpy", "pandas", "matplotlib.pyplot"], 1), w
+    assert "last_error" not in w, w
+    r = run_ok(d, "import sys\nprint('pandas' in sys.modules, sys.version_info >= (3, 8))")
+    assert (r["path"], r["output"]) == ("warm", "False True\n"), r
+
+
+def test_a_daemon_too_small_for_a_zygote_starts_and_says_why_it_runs_cold(make_daemon):
+    """pool_size "auto" on a machine (here: a cgroup) with under 512 MiB
+    for the daemon: no zygote, a log line and /v1/health say why, runs go
+    cold. An egress policy runs cold too (a forked sandbox has only lo)."""
+    auto = {**HOST_POLICY, "warm": {"preload": [], "pool_size": "auto"}}
+    d = make_daemon(start=False, policies={"default": auto,
+                                           "net": {**auto, "network": {"mode": "egress"}}})
+    for c in d.cgroups:
+        os.makedirs(c, exist_ok=True)
+        for name, value in (("memory.limit_in_bytes", "300M"), ("memory.max", "300M")):
+            if os.path.exists(os.path.join(c, name)):
+                with open(os.path.join(c, name), "w") as f:
+                    f.write(value)
+    d.start()
+    warm = {w["policy"]: w for w in d.get("/v1/health").json()["warm"]}
+    why = warm["default"].pop("cold_reason")
+    assert warm["default"] == {"policy": "default", "zygote_up": False}, warm
+    assert re.fullmatch(r"\d+ MiB of memory available to this process \(MemAvailable, its "
+                        r"cgroup's limit\); a zygote and its pool want 512 MiB: runs go cold",
+                        why), why
+    assert int(why.split()[0]) < 300, why
+    assert warm["net"]["cold_reason"] == "its network is egress, which only the cold path builds"
+    msgs = [l["msg"] for l in d.lines("warm")]
+    assert sorted(msgs) == sorted([f"policy default runs cold: {why}",
+                                   "policy net runs cold: its network is egress, which only "
+                                   "the cold path builds"]), msgs
+    r = run_ok(d, "print('cold')")
+    assert (r["path"], r["output"]) == ("cold", "cold\n"), r
+    assert own_sandbox_processes(d.cgroups) == []

@@ -13,6 +13,9 @@ from sandbox_host import sandbox_processes as all_sandbox_processes  # noqa: E40
 SAFERUN = os.environ.get("SAFERUN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferun")
 ROOTFS_DIR = os.environ.get("SAFERUN_ROOTFS_DIR", "/var/lib/saferun/rootfs")
+# The in-process run, whatever saferund listens on this machine: `saferun
+# run` would hand some runs to it (docs/cli.md; tests/api/test_cli_daemon.py).
+os.environ["SAFERUN_SOCKET"] = ""
 
 
 def profiles():

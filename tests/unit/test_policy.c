@@ -93,9 +93,16 @@ static void test_default_policy_has_the_documented_values(void)
 	CHECK_INT(p->seccomp.default_action.kind, SR_SCMP_ERRNO);
 	CHECK_INT(p->seccomp.default_action.errno_ret, ENOSYS);
 	CHECK(p->seccomp.n_rules > 10);
-	CHECK(!p->warm.enabled);
-	CHECK_INT(p->warm.n_preload, 0);
-	CHECK_INT(p->warm.pool_size, 2);
+	CHECK(p->warm.enabled); /* warm by default (docs/warm.md) */
+	CHECK_INT(p->warm.n_preload, 3);
+	if (p->warm.n_preload == 3) {
+		CHECK_STR(p->warm.preload[0], "numpy");
+		CHECK_STR(p->warm.preload[1], "pandas");
+		CHECK_STR(p->warm.preload[2], "matplotlib.pyplot");
+	}
+	CHECK(p->warm.warmup && strstr(p->warm.warmup, "if 'pandas' in sys.modules:"));
+	CHECK(p->warm.pool_size_auto);
+	CHECK_INT(p->warm.pool_size, 0);
 	CHECK(p->warm.fallback_cold);
 	sr_policy_free(p);
 }
@@ -600,8 +607,9 @@ static void test_warm_section(void)
 	if (!p)
 		return;
 	CHECK(p->warm.enabled);
-	CHECK_INT(p->warm.n_preload, 0);
+	CHECK_INT(p->warm.n_preload, 3);
 	CHECK_INT(p->warm.pool_size, 0);
+	CHECK(!p->warm.pool_size_auto); /* a number replaces "auto" */
 	CHECK(p->warm.fallback_cold);
 	CHECK(!p->warm.refill_eager); /* "idle" */
 	sr_policy_free(p);
@@ -651,7 +659,10 @@ static void test_warm_errors(void)
 	expect_error("{\"warm\": {\"pool_size\": 2.5}}",
 		     "t.json: policy.warm.pool_size: 2.5 is not a whole number from 0 to 64");
 	expect_error("{\"warm\": {\"pool_size\": \"2\"}}",
-		     "t.json: policy.warm.pool_size: expected a whole number, got \"2\"");
+		     "t.json: policy.warm.pool_size: \"2\" is not a pool size (a whole number from "
+		     "0 to 64, or \"auto\": sized from the machine)");
+	expect_error("{\"warm\": {\"pool_size\": true}}",
+		     "t.json: policy.warm.pool_size: expected a whole number, got true");
 	expect_error(
 	    "{\"warm\": {\"fallback\": \"hot\"}}",
 	    "t.json: policy.warm.fallback: \"hot\" is not a fallback (known: cold, error)");
@@ -914,8 +925,13 @@ static void test_warm_warmup(void)
 		sr_policy_free(d);
 		sr_policy_free(p);
 	}
-	p = load("{}");
-	CHECK(p && p->warm.warmup == NULL);
+	p = load("{\"warm\": {\"preload\": []}}");
+	CHECK(p && p->warm.warmup != NULL); /* the default's, kept */
+	sr_policy_free(p);
+	p = load("{\"warm\": {\"pool_size\": \"auto\"}}");
+	CHECK(p && p->warm.pool_size_auto);
+	if (p)
+		roundtrip(p);
 	sr_policy_free(p);
 	/* 64 KiB and no more */
 	size_t n = (64u << 10) + 1;

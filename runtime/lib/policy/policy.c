@@ -1532,9 +1532,16 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 			return bad(c, "policy.warm.warmup", "out of memory");
 	}
 	if ((v = get(obj, "pool_size"))) {
-		if (get_u64(c, "policy.warm.pool_size", v, MAX_POOL_SIZE, 0, &pool) < 0)
+		bool is_auto = cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
+		if (cJSON_IsString(v) && !is_auto)
+			return bad_value(c, "policy.warm.pool_size", v,
+					 "is not a pool size (a whole number from 0 to %d, or "
+					 "\"auto\": sized from the machine)",
+					 MAX_POOL_SIZE);
+		if (!is_auto && get_u64(c, "policy.warm.pool_size", v, MAX_POOL_SIZE, 0, &pool) < 0)
 			return -1;
-		p->warm.pool_size = (unsigned)pool;
+		p->warm.pool_size_auto = is_auto;
+		p->warm.pool_size = is_auto ? 0 : (unsigned)pool;
 	}
 	if ((v = get(obj, "fallback")) &&
 	    parse_either(c, "policy.warm.fallback", v, "cold", "error",
@@ -2338,7 +2345,8 @@ static int add_warm(cJSON *root, const sr_policy *p)
 	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled) ||
 	    add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
 	    (w->warmup && !cJSON_AddStringToObject(o, "warmup", w->warmup)) ||
-	    !cJSON_AddNumberToObject(o, "pool_size", w->pool_size) ||
+	    !(w->pool_size_auto ? cJSON_AddStringToObject(o, "pool_size", "auto")
+				: cJSON_AddNumberToObject(o, "pool_size", w->pool_size)) ||
 	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error") ||
 	    !cJSON_AddStringToObject(o, "refill", w->refill_eager ? "eager" : "idle"))
 		return -1;

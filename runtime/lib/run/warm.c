@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct sr_warm {
 	unsigned n_ready, spawning;
 	wbox *ended; /* runs over, their groups still to remove */
 	sr_warm_stats st;
+	char skipped[sizeof(((sr_warm_stats *)0)->preload_skipped)]; /* the zygote's "R" */
 };
 
 static void close_fd(int *fd)
@@ -141,7 +143,16 @@ static int send_start(sr_warm *w, sr_error *err)
 	return n < 0 ? sr_fail(err, errno, "send the zygote its spec") : 0;
 }
 
-/* Wait for the zygote's "R" (or "E", or its end). */
+static bool stop_asked(sr_warm *w)
+{
+	pthread_mutex_lock(&w->mu);
+	bool stop = w->stopping;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
+/* Wait for the zygote's "R" (or "E", or its end), or for sr_warm_stop: a
+ * daemon that stops while its zygote imports does not wait for that. */
 static int await_zygote(sr_warm *w, sr_error *err)
 {
 	char tail[200] = "";
@@ -155,16 +166,24 @@ static int await_zygote(sr_warm *w, sr_error *err)
 		if (now >= until)
 			return sr_fail(err, ETIMEDOUT, "the zygote did not start in %d s",
 				       ZYGOTE_START_MS / 1000);
-		if (poll(pf, 4, (int)(until - now)) < 0 && errno != EINTR)
+		if (stop_asked(w))
+			return sr_refuse(err, ECANCELED, "the pool is stopping");
+		if (poll(pf, 4, until - now < 50 ? (int)(until - now) : 50) < 0 && errno != EINTR)
 			return sr_fail(err, errno, "poll the zygote");
 		drain(w->zb.out[0], tail, sizeof tail);
 		drain(w->zb.err[0], tail, sizeof tail);
 		if (pf[0].revents & POLLIN) {
 			char msg[4096];
 			ssize_t n = recv(w->zb.ctl[0], msg, sizeof msg - 1, 0);
-			if (n > 0 && msg[0] == 'R')
-				return 0;
 			msg[n > 0 ? n : 0] = '\0';
+			if (n > 0 && msg[0] == 'R') {
+				/* "R", then the preload names skipped, \x1f between */
+				for (char *c = msg + 1; *c; c++)
+					if (*c == '\x1f')
+						*c = ',';
+				snprintf(w->skipped, sizeof w->skipped, "%s", msg + 1);
+				return 0;
+			}
 			if (n > 0 && msg[0] == 'E')
 				return sr_refuse(err, ENOEXEC,
 						 "the zygote's preload or warmup failed: %s",
@@ -440,6 +459,8 @@ static void *pool_thread(void *arg)
 					w->backoff_ms = BACKOFF_MAX_MS;
 				w->retry_at_ms = sr_now_ms() + w->backoff_ms;
 			} else {
+				snprintf(w->st.preload_skipped, sizeof w->st.preload_skipped, "%s",
+					 w->skipped);
 				w->z_up = true;
 				w->z_failed = false;
 				w->backoff_ms = 0;
@@ -496,12 +517,80 @@ static void *pool_thread(void *arg)
 	return NULL;
 }
 
+/* ---- sizing from the machine ----------------------------------------------- */
+
+static uint64_t mem_available(void)
+{
+	char buf[4096];
+	if (sr_read_file("/proc/meminfo", buf, sizeof buf) < 0)
+		return UINT64_MAX;
+	const char *at = strstr(buf, "MemAvailable:");
+	return at ? strtoull(at + strlen("MemAvailable:"), NULL, 10) * 1024 : UINT64_MAX;
+}
+
+/* The least headroom (limit less usage) of our memory group and its
+ * ancestors up to the hierarchy's root. */
+static uint64_t cgroup_headroom(void)
+{
+	sr_cgroup_mode mode = sr_cgroup_detect();
+	bool v2 = mode == SR_CGROUP_V2;
+	char *dir = sr_cgroup_own_dir(mode, "memory");
+	uint64_t room = UINT64_MAX;
+	for (char *slash; dir && (slash = strrchr(dir, '/')) && slash - dir > 14; *slash = '\0') {
+		char path[4096];
+		uint64_t limit, used;
+		snprintf(path, sizeof path, "%s/%s", dir,
+			 v2 ? "memory.max" : "memory.limit_in_bytes");
+		if (sr_read_u64(path, &limit) < 0)
+			continue; /* "max", or not a memory group */
+		snprintf(path, sizeof path, "%s/%s", dir,
+			 v2 ? "memory.current" : "memory.usage_in_bytes");
+		if (sr_read_u64(path, &used) < 0)
+			used = 0;
+		if (limit - (used < limit ? used : limit) < room)
+			room = limit - (used < limit ? used : limit);
+	}
+	free(dir);
+	return room;
+}
+
+unsigned sr_warm_machine_fit(char *why, size_t why_size)
+{
+	uint64_t mem = mem_available(), room = cgroup_headroom();
+	if (room < mem)
+		mem = room;
+	if (mem < SR_WARM_MIN_MEMORY) {
+		snprintf(why, why_size,
+			 "%llu MiB of memory available to this process (MemAvailable, its "
+			 "cgroup's limit); a zygote and its pool want %llu MiB: runs go cold",
+			 (unsigned long long)(mem >> 20),
+			 (unsigned long long)(SR_WARM_MIN_MEMORY >> 20));
+		return 0;
+	}
+	cpu_set_t set;
+	long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+								 : sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t by_mem = (mem - SR_WARM_MIN_MEMORY / 2) / (64ull << 20);
+	uint64_t pool = cores > 2 ? (uint64_t)cores : 2;
+	if (pool > by_mem)
+		pool = by_mem;
+	if (pool > 16)
+		pool = 16;
+	return pool ? (unsigned)pool : 1;
+}
+
 /* ---- the API ------------------------------------------------------------------- */
 
 int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err)
 {
 	*out = NULL;
-	if (p->warm.pool_size > POOL_MAX)
+	unsigned pool_size = p->warm.pool_size;
+	if (p->warm.pool_size_auto) {
+		char why[SR_ERROR_MSG_MAX];
+		if (!(pool_size = sr_warm_machine_fit(why, sizeof why)))
+			return sr_refuse(err, ENOMEM, "%s", why);
+	}
+	if (pool_size > POOL_MAX)
 		return sr_refuse(err, EINVAL, "warm.pool_size %u is over %d", p->warm.pool_size,
 				 POOL_MAX);
 	sr_warm *w = calloc(1, sizeof *w);
@@ -518,6 +607,7 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 	sr_box_init(&w->zb, NULL, NULL);
 	if (!(w->p = copy_policy(p, err)) || !(w->zp = copy_policy(p, err)))
 		goto fail;
+	w->p->warm.pool_size = w->zp->warm.pool_size = pool_size;
 	if (w->zp->limits.memory_bytes < ZYGOTE_MIN_MEM)
 		w->zp->limits.memory_bytes = ZYGOTE_MIN_MEM;
 	if (rootfs_dir && !(w->rootfs_dir = strdup(rootfs_dir))) {
@@ -534,7 +624,7 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 		sr_fail(err, errno, "the sandboxes' init's memfd");
 		goto fail;
 	}
-	w->st.pool_size = p->warm.pool_size;
+	w->st.pool_size = pool_size;
 	int rc = pthread_create(&w->thread, NULL, pool_thread, w);
 	if (rc) {
 		sr_fail(err, rc, "start the warm pool's thread");
