@@ -363,6 +363,14 @@ def _saferun_zygote(prewarm):
     spec = msg[5:5 + spec_len]
     names, _, warmup = msg[5 + spec_len:].decode().partition("\x1e")
     preload = [m for m in names.split("\x1f") if m]
+    # A zygote must stay single-threaded (below), and the BLAS and OpenMP
+    # runtimes start their thread pools as they load, sized by these
+    # variables: a policy whose environment lacks them still gets a
+    # zygote. Set for the imports and the warmup only, then taken out.
+    one_thread = [k for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                  if k not in os.environ]
+    for k in one_thread:
+        os.environ[k] = "1"
     try:
         import importlib.machinery, importlib.util
         loader = importlib.machinery.ExtensionFileLoader(
@@ -393,6 +401,8 @@ def _saferun_zygote(prewarm):
             tb = tb.tb_next
         ctl.send(b"E" + f"{line}{type(e).__name__}: {e}".encode("utf-8", "replace")[:4000])
         os._exit(1)
+    for k in one_thread:
+        os.environ.pop(k, None)
     os.close(fds[0])
     sys.modules.pop("_saferun_zygote", None)
     # A fork keeps only the forking thread: a thread a preload started

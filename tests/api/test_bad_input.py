@@ -39,7 +39,7 @@ def test_missing_code_is_400_naming_code(daemon):
 
 
 def test_unknown_field_is_400_naming_it(daemon):
-    msg = error(daemon.post("/v1/run", {"code": "1", "language": "python"}), 400, "language")
+    msg = error(daemon.post("/v1/run", {"code": "1", "lang": "python"}), 400, "lang")
     assert "unknown field" in msg and "code" in msg
 
 

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import requests
 
-from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, wait_for
+from conftest import HOST_COLD_POLICY, SAFERUND, own_sandbox_processes, wait_for
 
 SOURCE_DIR = (os.environ.get("SAFERUN_SOURCE_DIR")
               or os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -46,7 +46,7 @@ def node_clients():
 def e2b_daemon(make_daemon):
     """Two tenants by API key; the E2B listener on a port the kernel picks."""
     d = make_daemon("--e2b-listen", "127.0.0.1:0", "--max-runs", "4", start=False,
-                    policies={"default": HOST_POLICY, "host": HOST_POLICY})
+                    policies={"default": HOST_COLD_POLICY, "host": HOST_COLD_POLICY})
     path = os.path.join(d.dir, "tenants.json")
     digest = hashlib.sha256(KEY_B.encode()).hexdigest()
     with open(path, "w") as f:
