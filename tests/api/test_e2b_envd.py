@@ -21,7 +21,9 @@ SOURCE_DIR = (os.environ.get("SAFERUN_SOURCE_DIR")
 E2B_DIR = os.path.join(SOURCE_DIR, "tests", "e2b")
 KEY = "envd-test-key-" + "5" * 24
 BOOTSTRAP = "run `sudo scripts/bootstrap --test` (it installs node and runs npm ci in tests/e2b)"
-POLICY = {"filesystem": {"profile": "host"}, "limits": {"pids": 32}}
+# cold: an E2B sandbox never takes from a warm pool, whose zygote would be
+# left among the daemon's processes at the end
+POLICY = {"filesystem": {"profile": "host"}, "limits": {"pids": 32}, "warm": {"enabled": False}}
 
 
 def free_port():
