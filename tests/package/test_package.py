@@ -173,7 +173,7 @@ def test_saferun_rootfs_uses_the_installed_scripts_and_profiles(rootfs):
     p = inside(rootfs, "saferun rootfs list")
     assert p.returncode == 0, p.stderr
     rows = {line.split()[0]: line for line in p.stdout.splitlines()[1:]}
-    assert sorted(rows) == ["datascience", "minimal"], p.stdout
+    assert sorted(rows) == ["datascience", "minimal", "node"], p.stdout
     assert "not built" in rows["minimal"], p.stdout
     p = inside(rootfs, "saferun rootfs build nosuch")
     assert p.returncode == 1, p.stderr
