@@ -185,6 +185,12 @@ typedef struct sr_policy {
 		 * are ready, at most SR_WARM_DEFER_MS ("refill": "idle"), or
 		 * starts as soon as a sandbox is taken ("eager"). */
 		bool refill_eager;
+		/* "languages": the languages that get a pool, a bit (1u <<
+		 * SR_LANG_*) each. python's is the zygote and its forks;
+		 * javascript's is a pool of single-use sandboxes with node
+		 * already started in each (docs/languages.md). Default:
+		 * python's alone. */
+		unsigned languages;
 	} warm;
 #define SR_WARM_DEFER_MS 20
 	/* Per-run Python packages (docs/dependencies.md): what a request may
@@ -427,6 +433,14 @@ typedef struct sr_warm_stats {
 	/* warm.preload modules the profile lacks, skipped by the zygote:
 	 * names joined by ","; empty: none. */
 	char preload_skipped[SR_ERROR_MSG_MAX];
+	/* The JavaScript pool (warm.languages has javascript; enabled false
+	 * otherwise): node sandboxes started ahead, each serving one run. */
+	struct sr_warm_js_stats {
+		bool enabled;
+		unsigned ready, pool_size;
+		uint64_t spawned, spawn_failures, warm_runs;
+		char last_error[SR_ERROR_MSG_MAX];
+	} js;
 } sr_warm_stats;
 /* What warm.pool_size "auto" becomes on this machine: one per usable core
  * (at least 2, at most 16) and one per 64 MiB of the memory the caller may
