@@ -49,8 +49,12 @@ static srd_warm_pool *start_pool(srd_warm *t, const char *name, const sr_policy 
 		sr_warm_stats st;
 		sr_warm_get_stats(pool->w, &st);
 		srd_log("info", "warm",
-			"policy %s: warm pool of %u starting (preload: %zu modules)", pool->policy,
-			st.pool_size, p->warm.n_preload);
+			"policy %s: warm pool of %u starting (preload: %zu modules)%s",
+			pool->policy, st.pool_size, p->warm.n_preload,
+			st.js.enabled ? "; javascript: a pool of node sandboxes" : "");
+		if (!st.js.enabled && st.js.last_error[0])
+			srd_log("warning", "warm", "policy %s: javascript runs cold: %s",
+				pool->policy, st.js.last_error);
 		return pool;
 	}
 	srd_log("warning", "warm", "policy %s runs cold: %s", name, err.msg);

@@ -611,7 +611,7 @@ static void test_warm_section(void)
 	CHECK_INT(p->warm.pool_size, 0);
 	CHECK(!p->warm.pool_size_auto); /* a number replaces "auto" */
 	CHECK(p->warm.fallback_cold);
-	CHECK(!p->warm.refill_eager); /* "idle" */
+	CHECK(!p->warm.refill_eager);                       /* "idle" */
 	CHECK_INT(p->warm.languages, 1u << SR_LANG_PYTHON); /* python's pool alone */
 	sr_policy_free(p);
 

@@ -1506,8 +1506,9 @@ static int parse_commands(const struct ctx *c, const cJSON *obj, sr_policy *p)
 }
 
 /* The languages with a warm path, by bit (warm.languages). */
-static const char *const warm_language_names[] = { [SR_LANG_PYTHON] = "python",
-						   [SR_LANG_JAVASCRIPT] = "javascript" };
+static const char *const warm_language_names[] = {
+	[SR_LANG_PYTHON] = "python", [SR_LANG_JAVASCRIPT] = "javascript"
+};
 #define N_WARM_LANGUAGES (sizeof warm_language_names / sizeof *warm_language_names)
 
 /* "languages": ["python", "javascript"], each once, at least one. Bash
@@ -1538,16 +1539,18 @@ static int parse_warm_languages(const struct ctx *c, const cJSON *arr, unsigned 
 		set |= bit;
 	}
 	if (!set)
-		return bad(c, "policy.warm.languages",
-			   "an empty list: name python, javascript or both (or set enabled to false)");
+		return bad(
+		    c, "policy.warm.languages",
+		    "an empty list: name python, javascript or both (or set enabled to false)");
 	*out = set;
 	return 0;
 }
 
 static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "enabled", "languages", "preload", "warmup", "pool_size",
-					    "fallback", "refill",   "comment", NULL };
+	static const char *const keys[] = { "enabled", "languages", "preload",
+					    "warmup",  "pool_size", "fallback",
+					    "refill",  "comment",   NULL };
 	const cJSON *v;
 	uint64_t pool;
 

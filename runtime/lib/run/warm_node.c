@@ -27,9 +27,9 @@ extern const unsigned char sr_embedded_node_warm[];
 extern const size_t sr_embedded_node_warm_len;
 
 #define NODE_POOL_MAX  64
-#define NODE_READY_MS  30000     /* node's start-up on a loaded machine, or under ASan */
+#define NODE_READY_MS  30000      /* node's start-up on a loaded machine, or under ASan */
 #define NODE_STDIN_MAX (1u << 20) /* a pipe's most (fs.pipe-max-size's default) */
-#define CTL_CHUNK      32768     /* node_warm.js reads messages of this size whole */
+#define CTL_CHUNK      32768      /* node_warm.js reads messages of this size whole */
 #define CTL_SEND_MS    5000
 #define BACKOFF_MAX_MS 30000
 
@@ -37,7 +37,7 @@ typedef struct nbox {
 	sr_box b;
 	sr_run_request start; /* how it was built: the pool's policy, javascript, the preload */
 	sr_result info;       /* its id and cgroup mode */
-	int stdin_w; /* node's stdin is a pipe: the run's bytes go in here */
+	int stdin_w;          /* node's stdin is a pipe: the run's bytes go in here */
 	struct nbox *next;
 } nbox;
 
@@ -109,8 +109,8 @@ static int await_ready(nbox *x, sr_error *err)
 			char tail[200];
 			if (read(x->b.report[0], &r, sizeof r) == (ssize_t)sizeof r &&
 			    r.kind == SR_REPORT_FAILED)
-				return sr_fail(err, r.errnum, "JavaScript sandbox set-up failed: %s",
-					       r.what);
+				return sr_fail(err, r.errnum,
+					       "JavaScript sandbox set-up failed: %s", r.what);
 			stderr_tail(x, tail, sizeof tail);
 			return sr_fail(err, ECHILD, "node ended before its run%s%s",
 				       tail[0] ? ": " : "", tail);
