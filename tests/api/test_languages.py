@@ -1,8 +1,10 @@
 """Languages through the daemon (docs/languages.md): `language` on
 /v1/run, a stateful JavaScript session that keeps its variables, a
 profile without the language refused with a 400 naming it, and what
-/v1/packages says each profile carries. The host profile has node (CI's
-bootstrap installs it); the minimal profile has python and bash only."""
+/v1/packages says each profile carries, and JavaScript's warm pool
+(warm.languages: single-use sandboxes with node started ahead). The host
+profile has node (CI's bootstrap installs it); the minimal profile has
+python and bash only."""
 import concurrent.futures as cf
 import json
 import os
