@@ -277,6 +277,8 @@ int srd_e2b_exec(srd_e2b_sandbox *sb, const sr_exec_options *xo, sr_exec_proc *o
 	int rc = srd_e2b_paused(sb)
 		     ? exec_fail(err, EAGAIN, "the sandbox is paused: resume it (Sandbox.connect)")
 		     : exec_in_default(sb->ctx, sb, xo, out, err);
+	if (srd_e2b_paused(sb)) /* paused at its timeout meanwhile (tick_locked) */
+		srd_e2b_contexts_freeze(sb, true);
 	pthread_rwlock_unlock(&sb->exec_gate);
 	return rc;
 }
@@ -909,6 +911,8 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 		}
 	}
 	pthread_mutex_unlock(&c->run_lock);
+	if (srd_e2b_paused(sb)) /* paused at its timeout during the run: a kernel it started too */
+		srd_e2b_contexts_freeze(sb, true);
 	pthread_rwlock_unlock(&sb->exec_gate);
 	srd_run_leave_gate(ctx, req->peer);
 	if (ran && !res->streamed) {
