@@ -3,8 +3,10 @@ tests/e2b/package-lock.json, installed by `scripts/bootstrap --test`)
 against saferund's E2B listener (docs/e2b.md): one node script,
 tests/e2b/e2b.mjs, makes the calls a user's program would and prints what
 each gave; this file asserts on it, then on the raw HTTP answers the SDK
-hides and on what the daemon left behind. Without node or the packages it
-fails, it never skips."""
+hides and on what the daemon left behind. It also proves an E2B sandbox is
+one machine: commands and runCode share /tmp and processes, pause freezes a
+running command (its ticks stop, then go on after connect), and runCode runs
+JavaScript and bash. Without node or the packages it fails, it never skips."""
 import hashlib
 import json
 import os
