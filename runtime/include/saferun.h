@@ -590,6 +590,11 @@ typedef struct sr_kernel_options {
 	/* Python (0) or JavaScript (a node runner: variables persist the
 	 * same way); every run of the kernel is in this language. */
 	sr_language language;
+	/* Not frozen between runs: what the code and the commands
+	 * (sr_kernel_exec) left running goes on, as in a machine of its own
+	 * (E2B's sandboxes); the caller freezes it when it wants
+	 * (sr_kernel_freeze). false: frozen between runs (above). */
+	bool keep_running;
 } sr_kernel_options;
 
 SR_PUBLIC int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);
@@ -604,6 +609,11 @@ SR_PUBLIC bool sr_kernel_alive(const sr_kernel *k);
 SR_PUBLIC void sr_kernel_kill(sr_kernel *k);
 /* Kill it and release everything it holds (the workspace stays). */
 SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
+/* Freeze (true) or thaw (false) everything of the kernel's sandbox: its
+ * interpreter, what it left running, its commands. A frozen kernel's
+ * memory stays; sr_kernel_run thaws it (so freeze between runs). For a
+ * pause of the whole sandbox; any thread. */
+SR_PUBLIC int sr_kernel_freeze(sr_kernel *k, bool frozen, sr_error *err);
 
 /* A command in a kernel's sandbox, as `docker exec` starts one: it enters
  * the kernel's namespaces (user, mount, pid, net, ipc, uts, cgroup) and
