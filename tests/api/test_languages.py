@@ -4,7 +4,6 @@ profile without the language refused with a 400 naming it, and what
 /v1/packages says each profile carries. The host profile has node (CI's
 bootstrap installs it); the minimal profile has python and bash only."""
 import threading
-import time
 
 from conftest import HOST_POLICY, own_sandbox_processes, wait_for
 
