@@ -169,7 +169,9 @@ def test_javascript_runs_on_pooled_node_sandboxes(make_daemon):
     cold, the same containment, a fresh sandbox per run, the pool refilled
     in the background and nothing left when the daemon stops."""
     d = make_daemon(policies={"default": JS_WARM})
-    full = lambda: js_pool(d)["ready"] == 2
+
+    def full():
+        return js_pool(d)["ready"] == 2
     assert wait_for(full, timeout=60), d.get("/v1/health").json()["warm"]
     w = d.get("/v1/health").json()["warm"][0]
     assert (w["zygote_up"], w["javascript"]["up"], w["javascript"]["pool_size"]) == \
