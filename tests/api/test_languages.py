@@ -172,6 +172,7 @@ def test_javascript_runs_on_pooled_node_sandboxes(make_daemon):
 
     def full():
         return js_pool(d)["ready"] == 2
+
     assert wait_for(full, timeout=60), d.get("/v1/health").json()["warm"]
     w = d.get("/v1/health").json()["warm"][0]
     assert (w["zygote_up"], w["javascript"]["up"], w["javascript"]["pool_size"]) == \
