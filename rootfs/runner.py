@@ -412,6 +412,12 @@ def _saferun_zygote(prewarm):
         ctl.send(b"E" + f"the preload list started {threads - 1} thread(s); a zygote must "
                  f"be single-threaded (for numpy: OPENBLAS_NUM_THREADS=1)".encode())
         os._exit(1)
+    # What every sandbox imports, imported here once: an import after the
+    # fork runs the import system in each sandbox (and resource's dlopen),
+    # which wrote to ~200 pages it shares with the zygote, each a
+    # copy-on-write fault (docs/benchmarks.md, "Where the CPU of a warm run
+    # goes").
+    import atexit, fcntl, resource  # noqa: F401
     # What the imports made lives in every sandbox's copy: out of the
     # collector's reach, so collections there do not write to those pages.
     gc.collect()
