@@ -51,12 +51,15 @@ def _saferun_main():
     serve = ns.pop("_saferun_kernel")
     zygote = ns.pop("_saferun_zygote")
     prewarm = ns.pop("_saferun_prewarm")
+    fill_pools = ns.pop("_saferun_fill_pools")
     _saferun_exit_status = ns.pop("_saferun_exit_status")
-    done = go = None
+    done = go = pools = None
     if mode == "zygote":
         # Returns in a new sandbox, its files written; go() waits for the
         # supervisor's "go" when the checker vets the code meanwhile.
-        guard, done, go = zygote(prewarm)
+        # pools: the zygote's fillers (_saferun_fill_pools), alive until the
+        # exit: freeing them would write to the zygote's pages.
+        guard, done, go, pools = zygote(prewarm, fill_pools)
     save_figures = ns.pop("_saferun_artifacts")()
     ns["__file__"] = path
     update = install_guard(guard) if guard else None
@@ -353,7 +356,7 @@ def _saferun_kernel(ns, update, me, save_figures):
         ctl.send(b"D" + struct.pack("<i", status))
 
 
-def _saferun_zygote(prewarm):
+def _saferun_zygote(prewarm, fill_pools):
     import gc, os, socket, struct, sys
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=3)
     msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 2)
@@ -412,9 +415,16 @@ def _saferun_zygote(prewarm):
         ctl.send(b"E" + f"the preload list started {threads - 1} thread(s); a zygote must "
                  f"be single-threaded (for numpy: OPENBLAS_NUM_THREADS=1)".encode())
         os._exit(1)
+    # What every sandbox imports, imported here once: an import after the
+    # fork runs the import system in each sandbox (and resource's dlopen),
+    # which wrote to ~200 pages it shares with the zygote, each a
+    # copy-on-write fault (docs/benchmarks.md, "Where the CPU of a warm run
+    # goes").
+    import atexit, fcntl, resource  # noqa: F401
     # What the imports made lives in every sandbox's copy: out of the
     # collector's reach, so collections there do not write to those pages.
     gc.collect()
+    pools = fill_pools()
     gc.freeze()
     ctl.send(b"R" + "\x1f".join(skipped).encode())
     ctl.detach()
@@ -479,7 +489,54 @@ def _saferun_zygote(prewarm):
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed()
-    return guard, done, go
+    return guard, done, go, pools
+
+
+def _saferun_fill_pools():
+    # Python's small-object allocator serves an allocation from a pool
+    # (16 KiB) that has a free block before it takes an empty one. The
+    # imports leave free blocks in pools all over the zygote's arenas, so a
+    # sandbox's first allocations (the runner's, the code's) wrote to many
+    # of them: a shared page copied for a few objects each. Filled here with
+    # objects that never die (one copy, the zygote's), a sandbox allocates
+    # from empty pools, packed. The counts come from
+    # sys._debugmallocstats() (CPython's: "avail blocks" per size class); if
+    # its form is not the expected one nothing is filled.
+    import os, sys
+    try:
+        fd = os.memfd_create("saferun-mallocstats", os.MFD_CLOEXEC)
+        saved = os.dup(2)
+        os.dup2(fd, 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        with os.fdopen(fd, "rb") as f:
+            f.seek(0)
+            text = f.read(1 << 20).decode("ascii", "replace")
+    except (AttributeError, OSError):
+        return []
+    avail = []  # (block size, free blocks in pools in use)
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 5 and all(x.isdigit() for x in f) and int(f[1]) == 16 * (int(f[0]) + 1):
+            avail.append((int(f[1]), int(f[4])))
+    counts, budget = [], 8 << 20  # a heavily fragmented zygote: the first 8 MiB
+    for size, n in avail:
+        n = min(n, budget // size)
+        budget -= n * size
+        counts.append((size, n))
+    # Objects of exactly the block size: object() is 16 bytes, a float 24
+    # (the 32-byte class), bytes(k) 33 + k. One list, made first: nothing
+    # else is allocated (or freed) in between.
+    keep = [None] * sum(n for _, n in counts)
+    i = 0
+    for size, n in counts:
+        for _ in range(n):
+            keep[i] = object() if size == 16 else 0.5 + i if size == 32 else bytes(size - 33)
+            i += 1
+    return keep
 
 
 def _saferun_prewarm():

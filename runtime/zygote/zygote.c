@@ -14,6 +14,7 @@
 #define Py_LIMITED_API 0x03080000
 #include <Python.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
@@ -184,6 +186,55 @@ static int pid1_main(void *arg)
 	siglongjmp(*a->python, 1);
 }
 
+/* The fds the preload and the warmup left open, which Python objects of
+ * the zygote own (matplotlib keeps the font files it rendered with open).
+ * A sandbox's lock-down closes every inherited fd; its python gets
+ * /dev/null in their place before the interpreter's at-fork hooks run, so
+ * an object that closes or reads its fd there finds one, not a closed
+ * number or one the run reuses. (matplotlib's hook drops its fonts in the
+ * child: closing an already closed font file crashed matplotlib 3.6's
+ * FT2Font, which killed every sandbox of a zygote that ran savefig.) */
+__attribute__((noinline)) static int owned_fds(int ctl, int init_fd, int **out)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0, cap = 0, *fds = NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd <= 2 || fd == ctl ||
+		    fd == init_fd || fd == dirfd(d))
+			continue;
+		if (n == cap) {
+			int *m = realloc(fds, (size_t)(cap = cap ? cap * 2 : 8) * sizeof *fds);
+			if (!m)
+				break;
+			fds = m;
+		}
+		fds[n++] = fd;
+	}
+	if (d)
+		closedir(d);
+	*out = fds;
+	return n;
+}
+
+__attribute__((noinline)) static void hold_owned_fds(const int *fds, int n)
+{
+	int null = -1;
+	for (int i = 0; i < n; i++) {
+		if (fcntl(fds[i], F_GETFD) >= 0 || errno != EBADF)
+			continue; /* the sandbox's own (stdio, its sockets) */
+		if (null < 0 && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+			return;
+		if (null != fds[i])
+			dup3(null, fds[i], O_CLOEXEC);
+		else
+			null = -1; /* it took that very number */
+	}
+	if (null >= 0)
+		close(null);
+}
+
 /* The first process's stack: it runs in the zygote's memory, so not on
  * the zygote's own stack (which the zygote's frames are using). */
 #define PID1_STACK (512u << 10)
@@ -201,11 +252,13 @@ static PyObject *serve(PyObject *self, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "saferun zygote: malformed spec");
 		return NULL;
 	}
+	int *owned, n_owned = owned_fds(ctl, init_fd, &owned);
 	/* A guard page below it. */
 	char *stack = mmap(NULL, PID1_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
 		PyErr_SetFromErrno(PyExc_OSError);
+		free(owned);
 		return NULL;
 	}
 	/* The sandboxes' inits are our children: each is reaped as it ends,
@@ -236,6 +289,7 @@ static PyObject *serve(PyObject *self, PyObject *args)
 				close(sfd);
 			sigprocmask(SIG_SETMASK, &old, NULL);
 			munmap(stack, PID1_STACK);
+			free(owned);
 			Py_RETURN_NONE;
 		}
 		if (rc == -EINTR)
@@ -253,6 +307,8 @@ static PyObject *serve(PyObject *self, PyObject *args)
 		if (sigsetjmp(python, 0)) {
 			/* Python, pid 2 of the new sandbox (its own copy of this
 			 * frame): back to the runner. */
+			hold_owned_fds(owned, n_owned);
+			free(owned);
 			PyOS_AfterFork_Child();
 			return PyLong_FromLong(3);
 		}

@@ -584,18 +584,33 @@ def test_the_warmup_runs_once_in_the_zygote(make_daemon):
     """policy.warm.warmup: what it leaves in the preloaded modules is in
     every sandbox (a fork of the zygote), its own names are not, and it
     ran once, before the forks (the same clock reading in every run; the
-    pool's sandboxes and the on-the-spot ones were forked at other times)."""
-    warmup = ("import json, time\n"
+    pool's sandboxes and the on-the-spot ones were forked at other times).
+    A file the warmup left open (matplotlib keeps the fonts savefig used)
+    is /dev/null in a sandbox, already when python's at-fork hooks run:
+    not a closed fd (matplotlib's hook closing its fonts there crashed every
+    sandbox) nor a number the run's own files reuse."""
+    warmup = ("import json, os, time\n"
               "json._saferun_warmed = (getattr(json, '_saferun_warmed', (0,))[0] + 1,\n"
               "                        time.monotonic_ns())\n"
+              "json._saferun_file = open(os.__file__, 'rb')\n"
+              "json._saferun_null = os.stat('/dev/null').st_rdev\n"
+              "def after_fork():\n"
+              "    try:\n"
+              "        json._saferun_file_at_fork = os.readlink(\n"
+              "            f'/proc/self/fd/{json._saferun_file.fileno()}')\n"
+              "    except OSError as e:\n"
+              "        json._saferun_file_at_fork = os.strerror(e.errno)\n"
+              "os.register_at_fork(after_in_child=after_fork)\n"
               "scratch = 'gone'\n")
     d = warm_daemon(make_daemon, default=warm_policy(warmup=warmup))
     seen = set()
     for _ in range(4):
-        r = run_ok(d, "import json\nprint(*json._saferun_warmed, 'scratch' in globals())")
+        r = run_ok(d, "import json, os\nprint(*json._saferun_warmed, 'scratch' in globals(),\n"
+                      "      json._saferun_file_at_fork,\n"
+                      "      os.fstat(json._saferun_file.fileno()).st_rdev == json._saferun_null)")
         assert r["path"] == "warm", r
-        count, when, scratch = r["output"].split()
-        assert (count, scratch) == ("1", "False"), r
+        count, when, scratch, at_fork, now = r["output"].split()
+        assert (count, scratch, at_fork, now) == ("1", "False", "/dev/null", "True"), r
         seen.add(when)
         time.sleep(0.05)
     assert len(seen) == 1, seen
