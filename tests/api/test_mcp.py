@@ -20,7 +20,7 @@ import time
 import pytest
 import requests
 
-from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, tree, wait_for
+from conftest import HOST_POLICY, SAFERUND, Daemon, own_sandbox_processes, tree, wait_for
 from test_agentrun import SessionInfo
 
 TOKEN = "mcp-test-token-" + "7" * 24
@@ -171,13 +171,53 @@ class Mcp:
         return obj
 
 
+@pytest.fixture(scope="module")
+def shared_daemon():
+    """One daemon for the tests that need nothing of their own (the mcp
+    fixture): a test daemon's start and stop cost ~0.3 s, and under ASan
+    twice that (LeakSanitizer's scan at exit), for ~200 tests. Each test
+    starts with no session open and leaves nothing behind (mcp)."""
+    d = Daemon([])
+    d.start()
+    yield d
+    d.cleanup()
+    assert "Sanitizer" not in d.final_log, d.final_log
+
+
+class SinceNow:
+    """The shared daemon as one test sees it: its log from the test's start."""
+
+    def __init__(self, d):
+        self._d = d
+        self._start = os.path.getsize(d.log_path)
+
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+
+    def text(self):
+        with open(self._d.log_path, "rb") as f:
+            f.seek(self._start)
+            return f.read().decode(errors="replace")
+
+    lines = Daemon.lines
+
+
 @pytest.fixture
-def mcp(daemon):
-    m = Mcp(daemon.url(""), daemon.session())
-    m.daemon = daemon
+def mcp(shared_daemon):
+    d = SinceNow(shared_daemon)
+    assert d.get("/sessions").json()["count"] == 0
+    m = Mcp(d.url(""), d.session())
+    m.daemon = d
     m.initialize()
     yield m
+    # What the test left open closes as a client would close it; then
+    # nothing of the test may be left (and the next starts clean).
+    if m.sid:
+        m.delete()
     m.http.close()
+    for sid in d.get("/sessions").json()["active_sessions"]:
+        assert delete(d, f"/v1/sessions/{sid}").status_code in (200, 204), sid
+    assert_nothing_left(d)
 
 
 def new_client(d):

@@ -1,8 +1,10 @@
 """Shared helpers for the integration tier: real sandboxes, run as root."""
+import atexit
 import json
 import os
 import sys
 import subprocess
+import tempfile
 
 import pytest
 
@@ -30,11 +32,54 @@ def profiles():
 # tests a second time with it): every `saferun run` goes through the warm
 # path (--warm: a zygote forks the sandbox), and run() checks it did.
 WARM = os.environ.get("SAFERUN_TEST_PATH") == "warm"
+# The warm pass proves the fork of a zygote, not what the zygote imported:
+# its zygotes preload nothing (the run's policy, or the built-in default,
+# with warm.preload []). Each `--warm` run starts a zygote of its own, and
+# the shipped preload (numpy, pandas, matplotlib.pyplot) costs it seconds of
+# CPU on the host profile. SAFERUN_TEST_WARM_PRELOAD=default keeps the
+# shipped preload (tests/CMakeLists.txt: one file runs so, proving the
+# default preload works warm).
+WARM_DEFAULT_PRELOAD = os.environ.get("SAFERUN_TEST_WARM_PRELOAD") == "default"
+_light_policies = {}
+
+
+def light_policy(policy):
+    """A temp copy of policy (a path or a shipped policy's name; None: the
+    built-in default) whose warm path preloads nothing."""
+    if policy not in _light_policies:
+        doc = {}
+        if policy:
+            path = policy if "/" in policy or os.path.exists(policy) else os.path.join(
+                os.path.dirname(__file__), "..", "..", "policies", policy + ".json")
+            with open(path) as f:
+                doc = json.load(f)
+        doc.setdefault("warm", {})["preload"] = []
+        fd, tmp = tempfile.mkstemp(prefix="saferun-test-light-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f)
+        atexit.register(os.unlink, tmp)
+        _light_policies[policy] = tmp
+    return _light_policies[policy]
+
+
+def run_args(*args):
+    """A `saferun run`'s args (args[0] == "run") on the path under test: as
+    given on the cold path; with --warm on the warm path, and a policy with
+    nothing preloaded (above)."""
+    args = list(args)
+    if not (WARM and args and args[0] == "run"):
+        return args
+    if not WARM_DEFAULT_PRELOAD:
+        if "--policy" in args:
+            i = args.index("--policy") + 1
+            args[i] = light_policy(args[i])
+        else:
+            args[1:1] = ["--policy", light_policy(None)]
+    return ["run", "--warm", *args[1:]]
 
 
 def saferun_env(*args, env=None, input=None, timeout=120):
-    if WARM and args and args[0] == "run":
-        args = ("run", "--warm", *args[1:])
+    args = run_args(*args)
     return subprocess.run([SAFERUN, *args], input=input, capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 

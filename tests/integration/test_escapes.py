@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from conftest import WARM, run
+from conftest import WARM, run, run_args
 
 # runtime/lib/child/mounts_apply.c, sr_proc_masked
 MASKED = ["kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms", "latency_stats",
@@ -139,8 +139,9 @@ def test_no_fd_reaches_the_code_with_the_checker_and_stdin(tmp_path):
     stdin = tmp_path / "in.txt"
     stdin.write_text("x")
     code = FDS + "import json\nprint(json.dumps(fds()))\n"
-    p = subprocess.run([os.environ["SAFERUN"], "run", "--json", "--profile", "host", "--allow", "SR401",
-                        "--stdin", str(stdin), *(["--warm"] if WARM else []), "-c", code],
+    p = subprocess.run([os.environ["SAFERUN"], *run_args("run", "--json", "--profile", "host",
+                                                         "--allow", "SR401", "--stdin", str(stdin),
+                                                         "-c", code)],
                        capture_output=True, timeout=120)
     res = json.loads(p.stdout)
     assert res["status"] == "ok", res

@@ -1,7 +1,9 @@
 """1. The sandboxed code is never host root."""
+import subprocess
+
 import pytest
 
-from conftest import HOST_ID_BASE, profiles, run
+from conftest import HOST_ID_BASE, WARM, WARM_DEFAULT_PRELOAD, profiles, run
 
 STATUS = """
 fields = {}
@@ -59,12 +61,26 @@ def test_user_namespace_is_owned_by_its_own_slot_not_host_root():
 
 def test_concurrent_sandboxes_get_different_host_ranges():
     import subprocess
-    from conftest import SAFERUN, WARM
+    from conftest import SAFERUN, run_args
     code = "import time\nprint(open('/proc/self/uid_map').read().split()[1])\ntime.sleep(2)\n"
-    args = [SAFERUN, "run", "--no-check", "--profile", "host", "-c", code]
-    if WARM:
-        args.insert(2, "--warm")
+    args = [SAFERUN, *run_args("run", "--no-check", "--profile", "host", "-c", code)]
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].decode().strip() for p in procs]
     assert all(o.isdigit() for o in outs) and outs[0] != outs[1], outs
 
+
+
+@pytest.mark.skipif(not WARM, reason="the preload is the warm path's")
+def test_the_warm_zygote_imported_the_preload_chosen():
+    # With the shipped preload (SAFERUN_TEST_WARM_PRELOAD=default: this
+    # file's warm pass, tests/CMakeLists.txt) the identity above held in a
+    # sandbox forked from a zygote that imported it; the other files' warm
+    # passes preload nothing (conftest.run_args).
+    shipped = ["numpy", "pandas", "matplotlib.pyplot"]
+    p = subprocess.run(["/usr/bin/python3", "-c", "import importlib.util, sys\n"
+                        "print([m for m in sys.argv[1:] if importlib.util.find_spec(m)])",
+                        *shipped], capture_output=True, text=True, timeout=60)
+    on_host = eval(p.stdout)
+    res = run(f"import sys\nprint([m for m in {shipped!r} if m in sys.modules])")
+    assert res["status"] == "ok", res
+    assert eval(res["stdout"]) == (on_host if WARM_DEFAULT_PRELOAD else []), (res, on_host)

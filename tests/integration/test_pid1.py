@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import SAFERUN, WARM, own_cgroup_dirs, run
+from conftest import SAFERUN, WARM, own_cgroup_dirs, run, run_args
 from test_processes import descendants, exe
 
 POLICIES = os.path.join(os.path.dirname(__file__), "policies")
@@ -63,9 +63,8 @@ WALL_S = 8
 
 
 def start_run():
-    return subprocess.Popen([SAFERUN, "run", *(["--warm"] if WARM else []), "--json",
-                             "--no-check", "--profile", "host", "--timeout", str(WALL_S),
-                             "-c", WAIT_FOR_GO],
+    return subprocess.Popen([SAFERUN, *run_args("run", "--json", "--no-check", "--profile", "host",
+                                                "--timeout", str(WALL_S), "-c", WAIT_FOR_GO)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
 

@@ -3,7 +3,7 @@ import os
 import subprocess
 import time
 
-from conftest import SAFERUN, WARM, run
+from conftest import SAFERUN, WARM, run, run_args
 
 
 def test_code_runs_in_its_own_pid_namespace():
@@ -47,8 +47,8 @@ def test_init_holds_nothing_of_the_supervisor():
     # of the supervisor's stdin (here a host file), no other fd, no copy of
     # the supervisor's memory.
     with open(__file__, "rb") as stdin:
-        p = subprocess.Popen([SAFERUN, "run", *(["--warm"] if WARM else []), "--no-check",
-                              "--profile", "host", "-c", "import time; time.sleep(2)"],
+        p = subprocess.Popen([SAFERUN, *run_args("run", "--no-check", "--profile", "host",
+                                                 "-c", "import time; time.sleep(2)")],
                              stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # The CLI prints the output at the end: wait for the sandbox's

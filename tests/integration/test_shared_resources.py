@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import SAFERUN, WARM, run, saferun_env
+from conftest import SAFERUN, WARM, run, run_args, saferun_env
 
 POLICY = os.path.join(os.path.dirname(__file__), "policies", "open_files_1024.json")
 
@@ -232,10 +232,8 @@ def descendants(root):
 def held():
     """The holder running, at its limits: (its result, host checks,
     second sandbox's checks)."""
-    args = ["run", "--json", "--no-check", "--profile", "host", "--policy", POLICY,
-            "--timeout", "300", "-c", HOLD]
-    if WARM:
-        args.insert(1, "--warm")
+    args = run_args("run", "--json", "--no-check", "--profile", "host", "--policy", POLICY,
+                    "--timeout", "300", "-c", HOLD)
     holder = subprocess.Popen([SAFERUN, *args], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
