@@ -278,12 +278,13 @@ static int gate_tenants(srd_gate *g, const srd_tenants *ts)
 {
 	if (!ts->from_file)
 		return 0;
-	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX];
+	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX], weight[SRD_TENANTS_MAX];
 	for (size_t i = 0; i < ts->n; i++) {
 		running[i] = (unsigned)ts->t[i].max_runs;
 		waiting[i] = (unsigned)ts->t[i].queue_depth;
+		weight[i] = ts->t[i].weight;
 	}
-	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting);
+	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting, weight);
 }
 
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)

@@ -19,6 +19,9 @@
 #include "sha256.h"
 
 #define SRD_TENANTS_MAX 256
+/* A tenant's weight: its share of run slots and CPU against the others'. */
+#define SRD_TENANT_WEIGHT_DEFAULT 100u
+#define SRD_TENANT_WEIGHT_MAX     10000u
 
 typedef struct srd_tenant {
 	char name[64];
@@ -35,6 +38,7 @@ typedef struct srd_tenant {
 	char **ceiling; /* what a request's allow may hold; NULL: anything */
 	size_t n_ceiling;
 	uint64_t max_runs, queue_depth, max_sessions, session_max_age_ms, max_file_bytes;
+	unsigned weight; /* 1..SRD_TENANT_WEIGHT_MAX */
 } srd_tenant;
 
 typedef struct srd_tenants {
