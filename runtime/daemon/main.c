@@ -343,7 +343,9 @@ int main(int argc, char **argv)
 				    sizeof msg);
 		if (n > 0)
 			cleanup_stale("start-up");
-		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
+		/* After the clean-up, which removes a previous instance's. */
+		rc = n < 0 ? -1 : srd_tenants_make_cgroups(&ctx.tenants, msg, sizeof msg);
+		rc = rc < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
 		/* After the clean-up: it would end the zygotes. */
 		rc = rc < 0
 			 ? -1
@@ -357,6 +359,7 @@ int main(int argc, char **argv)
 		} else if (n > 0) {
 			srd_listen_unlink(ls, n);
 			srd_listen_close(ls, n);
+			cleanup_stale("start-up failed"); /* the tenants' groups */
 		}
 	} else if (rc == 0) {
 		rc = -1;

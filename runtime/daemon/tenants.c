@@ -526,3 +526,23 @@ int srd_tenant_check_allow(const srd_tenant *t, const sr_policy *p, const char *
 	}
 	return 0;
 }
+
+int srd_tenants_make_cgroups(srd_tenants *ts, char *msg, size_t size)
+{
+	for (size_t i = 0; ts->from_file && i < ts->n; i++) {
+		srd_tenant *t = &ts->t[i];
+		char name[sizeof t->cgroup];
+		snprintf(name, sizeof name, "tenant-%s", t->name);
+		sr_error err = { 0 };
+		if (sr_cgroup_share_create(name, t->weight, &err) < 0)
+			return snprintf(msg, size, "tenant \"%s\"'s cgroup: %s", t->name, err.msg),
+			       -1;
+		memcpy(t->cgroup, name, sizeof name);
+	}
+	return 0;
+}
+
+const char *srd_tenant_cgroup(const srd_tenant *t)
+{
+	return t && t->cgroup[0] ? t->cgroup : NULL;
+}

@@ -377,7 +377,7 @@ int main(int argc, char **argv)
 			  .pids = argc > 2 ? (uint32_t)atoi(argv[2]) : 48 };
 	sr_cgroup *cg = NULL;
 	sr_error err = { 0 };
-	if (sr_cgroup_create(id, &lim, &cg, &err)) {
+	if (sr_cgroup_create(NULL, id, &lim, &cg, &err)) {
 		fprintf(stderr, "create: %s\n", err.msg);
 		return 1;
 	}
