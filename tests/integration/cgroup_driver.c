@@ -364,7 +364,7 @@ static bool cpu_line_has(pid_t pid, bool v2, const char *path)
 		if (!c2)
 			continue;
 		*c2 = '\0';
-		bool cpu = v2 ? strcmp(line, "0") == 0 : false;
+		bool cpu = v2 && c1 == line + 1 && line[0] == '0'; /* "0::PATH" */
 		for (char *save, *t = v2 ? NULL : strtok_r(c1 + 1, ",", &save); t;
 		     t = strtok_r(NULL, ",", &save))
 			cpu = cpu || strcmp(t, "cpu") == 0;
