@@ -19,6 +19,12 @@
 // reply is "D" <i32 status> (0 ok, 1 an uncaught error, N process.exit(N))
 // after the output is written (stdout and stderr are pipes, written
 // synchronously by Node on Linux). The socket closing ends the kernel.
+//
+// With SAFERUN_NOTEBOOK=PATH in its environment (E2B's code interpreter,
+// runtime/daemon/e2b_exec.c), each run ends by writing PATH as JSON, as
+// the Python runner does: {"results": [the last expression's value as
+// util.inspect shows it, unless undefined], "error": {name, value,
+// traceback} or null}; an uncaught error is then that error, not stderr.
 (() => {
 	'use strict';
 	const fs = require('fs');
@@ -29,6 +35,9 @@
 	const CTL = 3;
 	const main = path.join(process.cwd(), 'main.js');
 	const realExit = process.exit.bind(process);
+	const nbPath = process.env.SAFERUN_NOTEBOOK;
+	delete process.env.SAFERUN_NOTEBOOK;
+	let nbError = null;
 
 	// What `node main.js` gives a script, for code that uses it.
 	globalThis.require = createRequire(main);
@@ -49,6 +58,15 @@
 
 	let failed = false; // an error thrown by a callback of this run
 	const report = (e) => {
+		if (nbPath) {
+			const err = e instanceof Error;
+			nbError = nbError || {
+				name: err ? e.name : 'Error',
+				value: err ? e.message : util.inspect(e),
+				traceback: err && e.stack ? e.stack : `Uncaught ${util.inspect(e)}`
+			};
+			return;
+		}
 		const text = e instanceof Error && e.stack ? e.stack : `Uncaught ${util.inspect(e)}`;
 		process.stderr.write(`${text}\n`);
 	};
@@ -109,13 +127,25 @@
 		return receiveMessageOnPort(port1).message;
 	};
 
+	const writeNb = (value) => {
+		const results = value === undefined ? [] : [{ text: util.inspect(value), is_main_result: true }];
+		try {
+			fs.writeFileSync(nbPath, JSON.stringify({ results, error: nbError }));
+		} catch (e) {
+			process.stderr.write(`saferun: the run's results could not be written: ${e}\n`);
+		}
+		nbError = null;
+	};
+
 	const run = async (code) => {
 		failed = false;
+		nbError = null;
 		process.exitCode = undefined;
 		let status = 0;
+		let value;
 		try {
-			const value = vm.runInThisContext(code, { filename: 'main.js' });
-			if (value && typeof value.then === 'function') await value;
+			value = vm.runInThisContext(code, { filename: 'main.js' });
+			if (value && typeof value.then === 'function') value = await value;
 		} catch (e) {
 			if (e instanceof Exit) {
 				status = Number(e.code) || 0;
@@ -128,6 +158,7 @@
 		await new Promise((resolve) => setImmediate(resolve));
 		if (status === 0 && failed) status = 1;
 		if (status === 0 && process.exitCode) status = Number(process.exitCode) || 0;
+		if (nbPath) writeNb(status === 0 ? value : undefined);
 		return status & 0xff;
 	};
 

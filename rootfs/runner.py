@@ -624,7 +624,9 @@ def _install_guard(spec):
 
     def caller(f):
         # Who called: the first frame outside the modules above; None when
-        # an import is in progress (its file reads and exec are not the code's).
+        # an import is in progress (its file reads and exec are not the code's),
+        # False when the stack holds only those modules' frames (a thread
+        # started bare with _thread, whose target is one of them).
         while f is not None:
             if id(f.f_code) in theirs:
                 return f
@@ -638,7 +640,7 @@ def _install_guard(spec):
                     or name.startswith(packages)):
                 return f
             f = f.f_back
-        return None
+        return False
 
     def module_of(path):
         # The standard module a file read during an import belongs to
@@ -687,7 +689,9 @@ def _install_guard(spec):
         while at is not None and at.f_code.co_filename != "main.py":
             at = at.f_back
         where = ""
-        if f.f_code is runner:
+        if f is None:
+            where = " in a thread started with no frame of its own"
+        elif f.f_code is runner:
             where = " in an exit callback"
         elif f.f_code.co_filename != "main.py":
             name = f.f_code.co_filename
@@ -760,7 +764,7 @@ def _install_guard(spec):
 
     def made_by_the_code(event, args):
         f = on_behalf(sys._getframe(2))
-        if f is None or not mine(f):
+        if not f or not mine(f):
             return
         if event == "exec":
             adopt(args[0])
@@ -777,8 +781,20 @@ def _install_guard(spec):
         rule = rules.get(event)
         if rule is None or not state["on"]:
             return
-        f0 = sys._getframe(1)
+        try:
+            f0 = sys._getframe(1)
+        except ValueError:
+            f0 = None  # a thread _thread started on a builtin: no frame at all
         f = caller(f0)
+        if f is False:
+            # Only the standard modules' frames, or none: a thread started
+            # bare (the code's: a library starts its threads from its own
+            # frames).
+            f = started_by.get(get_ident())
+            found = what(event, args)
+            if found:
+                block(*((found[1], found[0]) if isinstance(found, tuple) else (found, rule)), f)
+            return
         if f is None:
             # An import in progress: a denied module's file is not read
             # for the code, whether or not the finder above was asked.
@@ -789,18 +805,23 @@ def _install_guard(spec):
                 block(found[1], found[0], f)
             return
         if not mine(f):
-            if f is not f0 or not rule.startswith(("SR101", "SR102")):
+            starter = started_by.get(get_ident())
+            if starter is not None and thread_entry(f):
+                f = starter  # the target of a thread the code started
+            elif f is not f0 or not rule.startswith(("SR101", "SR102")):
                 return
-            # A library frame called a process or native-code builtin
-            # itself (not through subprocess, os or ctypes): a callback the
-            # code handed it (heapq's key=methodcaller("system")). With the
-            # code's frames below, the call is the code's.
-            g = below_mine(f.f_back)
-            if g is None and f0.f_code is runner:
-                g = f0  # an exit function the code registered
-            if g is None:
-                return
-            f = g
+            else:
+                # A library frame called a process or native-code builtin
+                # itself (not through subprocess, os or ctypes): a callback the
+                # code handed it (heapq's key=methodcaller("system")). With the
+                # code's frames below, or in a thread the code started, the
+                # call is the code's.
+                g = below_mine(f.f_back) or starter
+                if g is None and f0.f_code is runner:
+                    g = f0  # an exit function the code registered
+                if g is None:
+                    return
+                f = g
         found = what(event, args)
         if not found:
             return
@@ -833,6 +854,60 @@ def _install_guard(spec):
             if sub._fork_exec is fork_exec[0]:
                 sub._fork_exec = checked_fork_exec
             state["wrapped"] = True
+
+    # Threads the code starts. Python 3.11 raises no event when a thread
+    # starts, and a thread's stack begins in threading, so a target such as
+    # os.system would have none of the code's frames below it. A thread
+    # started with the code's frames below (or from a thread of the code's)
+    # is the code's: the frame that started it stands below its own, and
+    # what threading (or the wrapper below) calls as its target is the code's
+    # call. _thread is imported at start-up; threading takes its functions
+    # when imported, so both see the wrappers.
+    import _thread
+    get_ident = _thread.get_ident
+    started_by = {}  # thread ident -> the code's frame that started it
+
+    # The frames that call a thread's target: threading's Thread.run, a
+    # thread pool's work item (concurrent.futures; multiprocessing's pool
+    # is among the modules the walk skips) and the wrapper below.
+    entries = (stdlib + "threading.py", stdlib + "concurrent/futures/thread.py")
+
+    def thread_entry(f):
+        return f.f_code is code_thread_code or (f.f_code.co_name == "run"
+                                                and f.f_code.co_filename in entries)
+
+    def code_thread(function, starter):
+        def run(*args, **kwargs):
+            me = get_ident()
+            started_by[me] = starter
+            try:
+                return function(*args, **kwargs)
+            finally:
+                started_by.pop(me, None)
+        return run
+
+    code_thread_code = code_thread(None, None).__code__
+
+    def wrap_start(name):
+        start = getattr(_thread, name)
+
+        def checked_start(function, *rest, **kw):
+            if state["on"]:
+                starter = below_mine(sys._getframe(1)) or started_by.get(get_ident())
+                if starter is not None:
+                    function = code_thread(function, starter)
+            return start(function, *rest, **kw)
+
+        skipped.add(id(checked_start.__code__))
+        setattr(_thread, name, checked_start)
+        threading = sys.modules.get("threading")
+        for alias in ("_start_new_thread", "_start_joinable_thread"):
+            if threading is not None and getattr(threading, alias, None) is start:
+                setattr(threading, alias, checked_start)
+
+    for name in ("start_new_thread", "start_new", "start_joinable_thread"):
+        if hasattr(_thread, name):
+            wrap_start(name)
 
     wrap_fork_exec()
     sys.meta_path = meta_path

@@ -86,12 +86,15 @@ srd_e2b_sandbox *srd_e2b_find(const char *id, const srd_tenant *tenant)
 	return found;
 }
 
-/* Under sb->lock: lifecycle.onTimeout "pause" pauses it at its timeout. */
+/* Under sb->lock: lifecycle.onTimeout "pause" pauses it at its timeout
+ * (noticed when someone asks; a run in progress then freezes with the
+ * rest and ends at its wall time). */
 static void tick_locked(srd_e2b_sandbox *sb)
 {
 	if (sb->auto_pause && !sb->paused && srd_now_ms() >= sb->timeout_at) {
 		sb->paused = true;
 		srd_session_set_deadline(sb->session, srd_session_max_end(sb->session));
+		srd_e2b_contexts_freeze_locked(sb, true);
 	}
 }
 
@@ -602,11 +605,13 @@ static void handle_timeout(srd_ctx *ctx, const srd_request *req, srd_response *r
 	cJSON_Delete(body);
 }
 
-/* Pause: the runs in progress finish (exec_gate), then no code runs until
- * resume; the interpreters stay frozen (their cgroups are frozen between
- * runs) with their memory. The timeout stops; session_max_age holds. */
+/* Pause: the runs and command starts in progress finish (exec_gate), then
+ * every kernel of the sandbox is frozen with its memory (the commands
+ * with the default context's) and nothing runs until resume. The timeout
+ * stops; session_max_age holds. */
 static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
+	(void)ctx;
 	srd_e2b_sandbox *sb = path_sandbox(req, res);
 	if (!sb)
 		return;
@@ -616,10 +621,10 @@ static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res
 	bool was = sb->paused;
 	sb->paused = true;
 	srd_session_set_deadline(sb->session, srd_session_max_end(sb->session));
+	if (!was)
+		srd_e2b_contexts_freeze_locked(sb, true);
 	pthread_mutex_unlock(&sb->lock);
 	pthread_rwlock_unlock(&sb->exec_gate);
-	if (!was)
-		srd_envd_pause(ctx, sb, true);
 	if (was)
 		e2b_error(res, 409, "sandbox \"%s\" is already paused", sb->id);
 	else
@@ -631,6 +636,7 @@ static void handle_pause(srd_ctx *ctx, const srd_request *req, srd_response *res
  * resume (v1): the same, 409 if it was running. */
 static void resume(srd_ctx *ctx, const srd_request *req, srd_response *res, bool connect)
 {
+	(void)ctx;
 	cJSON *body = body_object(req, res);
 	if (!body)
 		return;
@@ -644,9 +650,9 @@ static void resume(srd_ctx *ctx, const srd_request *req, srd_response *res, bool
 		if (s >= 0 || was)
 			set_timeout_locked(sb,
 					   s >= 0 ? (uint64_t)s * 1000 : DEFAULT_TIMEOUT_S * 1000);
-		pthread_mutex_unlock(&sb->lock);
 		if (was)
-			srd_envd_pause(ctx, sb, false);
+			srd_e2b_contexts_freeze_locked(sb, false);
+		pthread_mutex_unlock(&sb->lock);
 		if (!connect && !was)
 			e2b_error(res, 409, "sandbox \"%s\" is not paused", sb->id);
 		else

@@ -1,9 +1,11 @@
-/* Port 49983 of an E2B sandbox: envd (envd.c) with the sandbox's state. */
+/* Port 49983 of an E2B sandbox: envd (envd.c) with the sandbox's state;
+ * its commands enter the default context's kernel (e2b_exec.c). */
 #include "e2b_envd.h"
 
 #include <string.h>
 
 #include "connect.h"
+#include "e2b_exec.h"
 #include "envd.h"
 
 static void end_state(void *state)
@@ -14,6 +16,11 @@ static void end_state(void *state)
 static void free_state(void *state)
 {
 	srd_envd_free(state);
+}
+
+static int exec_command(void *arg, const sr_exec_options *xo, sr_exec_proc *out, sr_error *err)
+{
+	return srd_e2b_exec(arg, xo, out, err);
 }
 
 void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox *sb, const srd_request *req,
@@ -32,7 +39,7 @@ void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox *sb, const srd_request
 		return srd_connect_reply_error(res, &e);
 	}
 	pthread_mutex_lock(&sb->lock);
-	if (!sb->envd_state && (sb->envd_state = srd_envd_new())) {
+	if (!sb->envd_state && (sb->envd_state = srd_envd_new(exec_command, sb))) {
 		sb->envd_state_end = end_state;
 		sb->envd_state_free = free_state;
 	}

@@ -17,9 +17,4 @@
 void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox *sb, const srd_request *req,
 		     srd_response *res);
 
-/* The sandbox was paused (true) or resumed (false): envd freezes and thaws
- * what it runs (commands), as the code interpreter's kernels are. The
- * stub does nothing. */
-void srd_envd_pause(srd_ctx *ctx, struct srd_e2b_sandbox *sb, bool paused);
-
 #endif

@@ -21,10 +21,3 @@ __attribute__((weak)) void srd_envd_handle(srd_ctx *ctx, struct srd_e2b_sandbox 
 		 SRD_E2B_PORT_ENVD, req->method, req->path, SRD_E2B_PORT_JUPYTER);
 	srd_respond_error(res, &e);
 }
-
-__attribute__((weak)) void srd_envd_pause(srd_ctx *ctx, struct srd_e2b_sandbox *sb, bool paused)
-{
-	(void)ctx;
-	(void)sb;
-	(void)paused;
-}

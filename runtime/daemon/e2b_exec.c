@@ -1,12 +1,16 @@
 /* The code interpreter of an E2B sandbox (e2b_exec.h).
  *
- * Each context is a kernel of its own (sr_kernel) over the sandbox's
- * workspace: separate interpreters sharing files. The runner serves it in
- * notebook mode (SAFERUN_NOTEBOOK in its environment names the file it
- * writes after each run): the value of the last expression and display
- * data (PNG of matplotlib figures, HTML of DataFrames), and the exception
- * as name, value and traceback. The checker and the guard apply to every
- * run as to any session's. */
+ * Each Python or JavaScript context is a kernel of its own (sr_kernel)
+ * over the sandbox's workspace: separate interpreters sharing files. The
+ * default context's kernel is the sandbox itself: envd's commands and
+ * bash runs enter it (sr_kernel_exec), so they share its /tmp, processes
+ * and network with the default context's code. Kernels keep running
+ * between runs (background commands go on); pause freezes them all.
+ * The runners serve in notebook mode (SAFERUN_NOTEBOOK in their
+ * environment names the file they write after each run): the value of
+ * the last expression and display data (PNG of matplotlib figures, HTML
+ * of DataFrames), and the exception as name, value and traceback. The
+ * checker and the guard apply to every Python run as to any session's. */
 #include "e2b_exec.h"
 
 #include <errno.h>
@@ -17,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,9 +34,14 @@
 
 typedef struct srd_e2b_context {
 	char id[40];
+	sr_language language; /* bash: no kernel, its runs enter the default context's */
 	sr_policy *policy; /* the session's, with SAFERUN_NOTEBOOK; the kernel's while it lives */
-	sr_kernel *kernel; /* changed under run_lock + sb->lock */
+	sr_kernel *kernel; /* changed under run_lock + sb->lock; stopped under exec_lock */
 	pthread_mutex_t run_lock;
+	/* Held while a command enters the kernel (srd_e2b_exec) and while a
+	 * kernel that was the context's is stopped: an entry never meets a
+	 * freed kernel. Taken after run_lock, never before it. */
+	pthread_mutex_t exec_lock;
 	unsigned executions;
 	bool lost;     /* its interpreter ended in a run: the next says it is a new one */
 	unsigned refs; /* under sb->lock: the list's + each request's */
@@ -38,7 +49,7 @@ typedef struct srd_e2b_context {
 	struct srd_e2b_context *next;
 } srd_e2b_context;
 
-static srd_e2b_context *context_new(srd_e2b_sandbox *sb, const char *id)
+static srd_e2b_context *context_new(srd_e2b_sandbox *sb, const char *id, sr_language language)
 {
 	srd_e2b_context *c = calloc(1, sizeof *c);
 	if (!c)
@@ -47,9 +58,19 @@ static srd_e2b_context *context_new(srd_e2b_sandbox *sb, const char *id)
 		snprintf(c->id, sizeof c->id, "%s", id);
 	else
 		snprintf(c->id, sizeof c->id, "ctx-%u", ++sb->next_context);
+	c->language = language;
 	pthread_mutex_init(&c->run_lock, NULL);
+	pthread_mutex_init(&c->exec_lock, NULL);
 	c->refs = 1;
 	return c;
+}
+
+/* A kernel that was c's (no longer reachable through c->kernel). */
+static void stop_kernel(srd_e2b_context *c, sr_kernel *k)
+{
+	pthread_mutex_lock(&c->exec_lock);
+	sr_kernel_stop(k);
+	pthread_mutex_unlock(&c->exec_lock);
 }
 
 static void context_destroy(srd_e2b_context *c)
@@ -57,6 +78,7 @@ static void context_destroy(srd_e2b_context *c)
 	sr_kernel_stop(c->kernel);
 	sr_policy_free(c->policy);
 	pthread_mutex_destroy(&c->run_lock);
+	pthread_mutex_destroy(&c->exec_lock);
 	free(c);
 }
 
@@ -71,7 +93,7 @@ static void context_release(srd_e2b_sandbox *sb, srd_e2b_context *c)
 
 int srd_e2b_contexts_init(srd_e2b_sandbox *sb)
 {
-	sb->contexts = context_new(sb, "default");
+	sb->contexts = context_new(sb, "default", SR_LANG_PYTHON);
 	return sb->contexts ? 0 : -1;
 }
 
@@ -81,6 +103,23 @@ void srd_e2b_contexts_kill(srd_e2b_sandbox *sb)
 	for (srd_e2b_context *c = sb->contexts; c; c = c->next)
 		sr_kernel_kill(c->kernel);
 	pthread_mutex_unlock(&sb->lock);
+}
+
+void srd_e2b_contexts_freeze(srd_e2b_sandbox *sb, bool frozen)
+{
+	pthread_mutex_lock(&sb->lock);
+	srd_e2b_contexts_freeze_locked(sb, frozen);
+	pthread_mutex_unlock(&sb->lock);
+}
+
+void srd_e2b_contexts_freeze_locked(srd_e2b_sandbox *sb, bool frozen)
+{
+	for (srd_e2b_context *c = sb->contexts; c; c = c->next) {
+		sr_error err = { 0 };
+		if (c->kernel && sr_kernel_freeze(c->kernel, frozen, &err))
+			srd_log("warn", "e2b", "sandbox %s: %s context %s: %s", sb->id,
+				frozen ? "freeze" : "thaw", c->id, err.msg);
+	}
 }
 
 void srd_e2b_contexts_free(srd_e2b_sandbox *sb)
@@ -109,7 +148,7 @@ static cJSON *context_json(srd_e2b_sandbox *sb, const srd_e2b_context *c)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "id", c->id);
-	cJSON_AddStringToObject(j, "language", "python");
+	cJSON_AddStringToObject(j, "language", sr_language_name(c->language));
 	cJSON_AddStringToObject(j, "cwd", srd_session_workdir(sb->session));
 	return j;
 }
@@ -126,10 +165,15 @@ static int ensure_kernel(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, 
 			 sr_error *err)
 {
 	*fresh = false;
-	if (c->kernel && sr_kernel_alive(c->kernel))
+	if (c->kernel && sr_kernel_alive(c->kernel)) {
+		*fresh = c->lost; /* a command's entry started it again */
+		c->lost = false;
 		return 0;
+	}
 	sr_kernel_options ko;
 	srd_session_kernel_options(ctx, sb->session, &ko);
+	ko.language = c->language;
+	ko.keep_running = true; /* background commands go on; pause freezes */
 	sr_policy *p = c->policy;
 	if (!p) {
 		char name[64], kv[160];
@@ -160,7 +204,7 @@ static int ensure_kernel(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, 
 	if (sb->ended || c->removed) /* killed while it started */
 		sr_kernel_kill(c->kernel);
 	pthread_mutex_unlock(&sb->lock);
-	sr_kernel_stop(dead);
+	stop_kernel(c, dead);
 	*fresh = rc == 0 && (dead || c->lost);
 	c->lost = false;
 	return rc;
@@ -172,7 +216,71 @@ static void drop_kernel(srd_e2b_sandbox *sb, srd_e2b_context *c)
 	sr_kernel *k = c->kernel;
 	c->kernel = NULL;
 	pthread_mutex_unlock(&sb->lock);
-	sr_kernel_stop(k);
+	stop_kernel(c, k);
+}
+
+/* ---- commands in the default context's sandbox -------------------------- */
+
+static int exec_fail(sr_error *err, int errnum, const char *msg)
+{
+	err->errnum = errnum;
+	snprintf(err->msg, sizeof err->msg, "%s", msg);
+	return -1;
+}
+
+/* Under the caller's exec_gate (shared), the sandbox not paused: start a
+ * command in the default context's kernel, starting that kernel first if
+ * it is not up (a dead one's variables are then gone: the next run says
+ * so). */
+static int exec_in_default(srd_ctx *ctx, srd_e2b_sandbox *sb, const sr_exec_options *xo,
+			   sr_exec_proc *out, sr_error *err)
+{
+	srd_e2b_context *c = context_find(sb, "default");
+	if (!c)
+		return exec_fail(err, ENOENT,
+				 "the sandbox's default context was removed: commands run in it");
+	int rc = 0;
+	pthread_mutex_lock(&c->exec_lock);
+	pthread_mutex_lock(&sb->lock);
+	sr_kernel *k = c->kernel;
+	pthread_mutex_unlock(&sb->lock);
+	if (!k || !sr_kernel_alive(k)) {
+		/* run_lock comes first: a run in progress on a dead kernel is
+		 * ending; waiting for it is short. */
+		pthread_mutex_unlock(&c->exec_lock);
+		pthread_mutex_lock(&c->run_lock);
+		bool fresh = false;
+		if (c->removed)
+			rc = exec_fail(err, ENOENT, "the sandbox's default context was removed");
+		else
+			rc = ensure_kernel(ctx, sb, c, &fresh, err);
+		if (fresh)
+			c->lost = true;
+		pthread_mutex_unlock(&c->run_lock);
+		pthread_mutex_lock(&c->exec_lock);
+		pthread_mutex_lock(&sb->lock);
+		k = c->kernel;
+		pthread_mutex_unlock(&sb->lock);
+		if (rc == 0 && !k)
+			rc = exec_fail(err, ESRCH, "the sandbox's kernel has ended");
+	}
+	if (rc == 0)
+		rc = sr_kernel_exec(k, xo, out, err);
+	pthread_mutex_unlock(&c->exec_lock);
+	context_release(sb, c);
+	return rc;
+}
+
+int srd_e2b_exec(srd_e2b_sandbox *sb, const sr_exec_options *xo, sr_exec_proc *out, sr_error *err)
+{
+	pthread_rwlock_rdlock(&sb->exec_gate);
+	int rc = srd_e2b_paused(sb)
+		     ? exec_fail(err, EAGAIN, "the sandbox is paused: resume it (Sandbox.connect)")
+		     : exec_in_default(sb->ctx, sb, xo, out, err);
+	if (srd_e2b_paused(sb)) /* paused at its timeout meanwhile (tick_locked) */
+		srd_e2b_contexts_freeze(sb, true);
+	pthread_rwlock_unlock(&sb->exec_gate);
+	return rc;
 }
 
 /* ---- the NDJSON answer -------------------------------------------------- */
@@ -442,6 +550,154 @@ static void watch_stop(struct watch *w)
 	}
 }
 
+/* ---- bash runs ---------------------------------------------------------- */
+
+/* How a bash run ended. */
+struct bash_end {
+	int wstatus;
+	bool timed_out, too_much, gone;
+};
+
+static void kill_command(const sr_exec_proc *pr)
+{
+	/* Its process group (setsid in the sandbox): what it started too. It
+	 * is our unreaped child, so neither id can be reused yet. */
+	kill(-pr->pid, SIGKILL);
+	syscall(SYS_pidfd_send_signal, pr->pidfd, SIGKILL, NULL, 0);
+}
+
+/* What fd has now, as the run's output within cap; false at EOF. */
+static bool bash_read(struct out *o, int fd, int stream, size_t *total, size_t cap,
+		      const sr_exec_proc *pr, struct bash_end *be)
+{
+	char buf[32768];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 && errno == EAGAIN;
+		size_t take = (size_t)n;
+		if (*total + take > cap) {
+			take = cap - *total;
+			if (!be->too_much)
+				kill_command(pr);
+			be->too_much = true;
+		}
+		*total += take;
+		if (take)
+			on_output(o, stream, buf, take);
+		if (o->gone && !be->gone) {
+			be->gone = true;
+			kill_command(pr);
+		}
+	}
+}
+
+/* Feed pr's output to o until it exits (what its background children
+ * write after that is not the run's), the policy's wall time passes or
+ * the client goes; then reap it. */
+static void bash_pump(struct out *o, const sr_exec_proc *pr, int out_fd, int err_fd, int peer,
+		      const sr_limits *lim, struct bash_end *be)
+{
+	uint64_t deadline = srd_now_ms() + lim->wall_ms;
+	size_t total = 0;
+	bool open[2] = { true, true };
+	for (;;) {
+		uint64_t now = srd_now_ms();
+		if (now >= deadline && !be->timed_out) {
+			be->timed_out = true;
+			kill_command(pr);
+		}
+		struct pollfd pf[4] = { { open[0] ? out_fd : -1, POLLIN, 0 },
+					{ open[1] ? err_fd : -1, POLLIN, 0 },
+					{ pr->pidfd, POLLIN, 0 },
+					{ peer, POLLRDHUP, 0 } };
+		int wait =
+		    be->timed_out ? 1000 : (int)(deadline - now < 1000 ? deadline - now : 1000);
+		int r = poll(pf, 4, wait);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && (pf[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) && !be->gone) {
+			be->gone = true;
+			kill_command(pr);
+		}
+		bool done = r > 0 && (pf[2].revents & POLLIN);
+		for (int i = 0; i < 2; i++)
+			if (open[i])
+				open[i] = bash_read(o, i ? err_fd : out_fd, i ? 2 : 1, &total,
+						    lim->output_bytes, pr, be);
+		if (done)
+			break;
+	}
+	siginfo_t si = { 0 };
+	waitid((idtype_t)P_PIDFD, (id_t)pr->pidfd, &si, WEXITED);
+	be->wstatus = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
+}
+
+/* A bash run: `bash -c CODE` entered into the default context's sandbox
+ * like a command (E2B's bash kernel runs in the same machine as the rest),
+ * its output streamed as the run's. No state is kept between runs. */
+static void bash_run(srd_ctx *ctx, srd_e2b_sandbox *sb, const char *code, struct out *o, int peer,
+		     struct bash_end *be)
+{
+	sr_kernel_options ko;
+	srd_session_kernel_options(ctx, sb->session, &ko);
+	const sr_policy *pol = ko.policy;
+	char **envp = calloc(pol->n_env + 1, sizeof *envp);
+	int in = open("/dev/null", O_RDONLY | O_CLOEXEC), fo[2] = { -1, -1 }, fe[2] = { -1, -1 };
+	if (!envp || in < 0 || pipe2(fo, O_CLOEXEC) < 0 || pipe2(fe, O_CLOEXEC) < 0) {
+		emit_error(o, "SaferunError", "out of memory or fds for a bash run", "");
+		goto out;
+	}
+	for (size_t i = 0; i < pol->n_env; i++)
+		envp[i] = pol->env[i];
+	fcntl(fo[0], F_SETFL, O_NONBLOCK);
+	fcntl(fe[0], F_SETFL, O_NONBLOCK);
+	char *argv[] = { "/bin/bash", "-c", (char *)code, NULL };
+	sr_exec_options xo = { .path = argv[0],
+			       .argv = argv,
+			       .envp = envp,
+			       .cwd = srd_session_workdir(sb->session),
+			       .stdio = { in, fo[1], fe[1] } };
+	sr_exec_proc pr;
+	sr_error err = { 0 };
+	if (exec_in_default(ctx, sb, &xo, &pr, &err)) {
+		emit_error(o, "SaferunError", err.msg, "");
+		goto out;
+	}
+	close(fo[1]);
+	close(fe[1]);
+	fo[1] = fe[1] = -1;
+	bash_pump(o, &pr, fo[0], fe[0], peer, &pol->limits, be);
+	close(pr.pidfd);
+	flush_output(o);
+	if (be->timed_out)
+		emit_error(o, "TimeoutError",
+			   "timeout: the run passed the policy's wall-clock limit", "");
+	else if (be->too_much)
+		emit_error(o, "OutputLimitError", "output_limit: the run passed the output cap",
+			   "");
+	else if (be->wstatus) {
+		/* as Jupyter's bash kernel (E2B's) reports it: the exit code */
+		char v[16];
+		int status =
+		    WIFEXITED(be->wstatus) ? WEXITSTATUS(be->wstatus) : 128 + WTERMSIG(be->wstatus);
+		snprintf(v, sizeof v, "%d", status);
+		emit_error(o, "", v, "");
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (fo[i] >= 0)
+			close(fo[i]);
+		if (fe[i] >= 0)
+			close(fe[i]);
+	}
+	if (in >= 0)
+		close(in);
+	free(envp);
+}
+
 /* ---- POST /execute ------------------------------------------------------ */
 
 static void jupyter_error(srd_response *res, unsigned status, const char *fmt, ...)
@@ -456,9 +712,93 @@ static void jupyter_error(srd_response *res, unsigned status, const char *fmt, .
 	srd_e2b_error(res, status, msg);
 }
 
-static bool python_language(const char *lang)
+#define MAX_CONTEXTS 16
+
+/* A language as E2B's SDKs name it (NULL: python); false: not one saferun
+ * runs. */
+static bool e2b_language(const char *name, sr_language *out)
 {
-	return !lang || strcmp(lang, "python") == 0 || strcmp(lang, "python3") == 0;
+	if (!name || strcmp(name, "python3") == 0) {
+		*out = SR_LANG_PYTHON;
+		return true;
+	}
+	return sr_language_parse(name, out) == 0;
+}
+
+static void language_refused(srd_response *res, const char *name)
+{
+	jupyter_error(res, 400,
+		      "\"language\": \"%.40s\" is not supported by saferun's code interpreter "
+		      "(python, javascript or js, bash)",
+		      name);
+}
+
+/* Under sb->lock: a new context at the end of the list, referenced for
+ * the caller too; NULL when there are MAX_CONTEXTS (*full) or no memory. */
+static srd_e2b_context *add_context_locked(srd_e2b_sandbox *sb, const char *id, sr_language l,
+					   bool *full)
+{
+	unsigned n = 0;
+	srd_e2b_context **tail = &sb->contexts;
+	for (; *tail; tail = &(*tail)->next)
+		n++;
+	*full = n >= MAX_CONTEXTS;
+	srd_e2b_context *c = *full ? NULL : context_new(sb, id, l);
+	if (c) {
+		*tail = c;
+		c->refs++;
+	}
+	return c;
+}
+
+/* runCode's language without a context: that language's default context
+ * (made on first use, as E2B's interpreter does), referenced. */
+static srd_e2b_context *language_context(srd_e2b_sandbox *sb, sr_language l, srd_response *res)
+{
+	if (l == SR_LANG_PYTHON)
+		return context_find(sb, "default");
+	char id[40];
+	snprintf(id, sizeof id, "default-%s", sr_language_name(l));
+	srd_e2b_context *c = context_find(sb, id);
+	if (c)
+		return c;
+	bool full = false;
+	pthread_mutex_lock(&sb->lock);
+	c = add_context_locked(sb, id, l, &full);
+	pthread_mutex_unlock(&sb->lock);
+	if (!c)
+		jupyter_error(res, full ? 429 : 500, "a sandbox has at most %d contexts",
+			      MAX_CONTEXTS);
+	return c;
+}
+
+/* A run of a bash context; false after an answer that is not a run's. */
+static bool execute_bash(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, const char *code,
+			 const srd_request *req, srd_response *res, struct out *o)
+{
+	sr_kernel_options ko;
+	srd_session_kernel_options(ctx, sb->session, &ko);
+	if (!ko.policy->commands_enabled) {
+		jupyter_error(
+		    res, 403,
+		    "bash runs are commands in the sandbox, and its policy does not allow "
+		    "commands (commands.enabled)");
+		return false;
+	}
+	o->started = true;
+	if (srd_respond_stream(res, 200, "application/x-ndjson") < 0)
+		o->gone = true;
+	struct bash_end be = { 0 };
+	bash_run(ctx, sb, code, o, req->peer ? req->peer->fd : -1, &be);
+	c->executions++;
+	cJSON *n = cJSON_CreateObject();
+	cJSON_AddStringToObject(n, "type", "number_of_executions");
+	cJSON_AddNumberToObject(n, "execution_count", c->executions);
+	emit(o, n);
+	cJSON *end = cJSON_CreateObject();
+	cJSON_AddStringToObject(end, "type", "end_of_execution");
+	emit(o, end);
+	return true;
 }
 
 static const char restarted[] = "saferun: this context's interpreter had ended and was started "
@@ -478,17 +818,19 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 	const char *lang = cJSON_GetStringValue(srd_json_get(body, "language"));
 	const cJSON *envs = srd_json_get(body, "env_vars");
 	srd_e2b_context *c = NULL;
+	sr_language l = SR_LANG_PYTHON;
 	if (!cJSON_IsString(code)) {
 		jupyter_error(res, 400, "\"code\": required, a string");
-	} else if (!python_language(lang)) {
-		jupyter_error(res, 400, "\"language\": \"%.40s\" is not supported: python only",
-			      lang);
+	} else if (!e2b_language(lang, &l)) {
+		language_refused(res, lang);
 	} else if (envs && cJSON_GetArraySize(envs) > 0) {
 		jupyter_error(res, 400,
 			      "\"env_vars\" (runCode's envs) are not supported: set envs when the "
 			      "sandbox is created");
-	} else if (!(c = context_find(sb, cid ? cid : "default"))) {
+	} else if (cid && !(c = context_find(sb, cid))) {
 		jupyter_error(res, 404, "context \"%.64s\" not found", cid);
+	} else if (!cid) {
+		c = language_context(sb, l, res);
 	}
 	if (!c) {
 		cJSON_Delete(body);
@@ -514,6 +856,8 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 			      sb->id);
 	} else if (c->removed) {
 		jupyter_error(res, 404, "context \"%s\" was removed", c->id);
+	} else if (c->language == SR_LANG_BASH) {
+		ran = execute_bash(ctx, sb, c, cJSON_GetStringValue(code), req, res, &o);
 	} else if (ensure_kernel(ctx, sb, c, &fresh, &err)) {
 		srd_run_refused(&err, &e);
 		srd_e2b_error(res, e.status, e.msg);
@@ -567,6 +911,8 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 		}
 	}
 	pthread_mutex_unlock(&c->run_lock);
+	if (srd_e2b_paused(sb)) /* paused at its timeout during the run: a kernel it started too */
+		srd_e2b_contexts_freeze(sb, true);
 	pthread_rwlock_unlock(&sb->exec_gate);
 	srd_run_leave_gate(ctx, req->peer);
 	if (ran && !res->streamed) {
@@ -595,8 +941,6 @@ static void contexts_list(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, s
 	srd_respond_json(res, 200, arr);
 }
 
-#define MAX_CONTEXTS 16
-
 static void contexts_create(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_response *res)
 {
 	(void)ctx;
@@ -608,28 +952,25 @@ static void contexts_create(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req,
 	const char *lang = cJSON_GetStringValue(srd_json_get(body, "language"));
 	const char *cwd = cJSON_GetStringValue(srd_json_get(body, "cwd"));
 	const char *workdir = srd_session_workdir(sb->session);
-	if (!python_language(lang)) {
-		jupyter_error(res, 400, "\"language\": \"%.40s\" is not supported: python only",
-			      lang);
+	sr_language l = SR_LANG_PYTHON;
+	if (!e2b_language(lang, &l)) {
+		language_refused(res, lang);
 	} else if (cwd && strcmp(cwd, workdir) != 0) {
 		jupyter_error(res, 400,
 			      "\"cwd\": \"%.200s\": a context's working dir is the sandbox's (%s)",
 			      cwd, workdir);
 	} else {
+		bool full = false;
 		pthread_mutex_lock(&sb->lock);
-		unsigned n = 0;
-		srd_e2b_context **tail = &sb->contexts;
-		for (; *tail; tail = &(*tail)->next)
-			n++;
-		srd_e2b_context *c = n < MAX_CONTEXTS ? context_new(sb, NULL) : NULL;
-		if (c)
-			*tail = c;
+		srd_e2b_context *c = add_context_locked(sb, NULL, l, &full);
 		pthread_mutex_unlock(&sb->lock);
-		if (c)
+		if (c) {
 			srd_respond_json(res, 200, context_json(sb, c));
-		else
-			jupyter_error(res, n < MAX_CONTEXTS ? 500 : 429,
-				      "a sandbox has at most %d contexts", MAX_CONTEXTS);
+			context_release(sb, c);
+		} else {
+			jupyter_error(res, full ? 429 : 500, "a sandbox has at most %d contexts",
+				      MAX_CONTEXTS);
+		}
 	}
 	cJSON_Delete(body);
 }

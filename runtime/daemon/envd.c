@@ -53,18 +53,22 @@ typedef struct envd_proc {
 
 struct srd_envd {
 	pthread_mutex_t lock;
-	sr_kernel *kernel; /* the commands' sandbox, started by the first one */
+	srd_envd_exec_fn *exec; /* starts a command in the sandbox */
+	void *exec_arg;
 	envd_proc *procs;
 	unsigned n_procs;
 	envd_watch *watches;
 	unsigned n_watches, next_watch;
 };
 
-srd_envd *srd_envd_new(void)
+srd_envd *srd_envd_new(srd_envd_exec_fn *exec, void *arg)
 {
 	srd_envd *env = calloc(1, sizeof *env);
-	if (env)
+	if (env) {
 		pthread_mutex_init(&env->lock, NULL);
+		env->exec = exec;
+		env->exec_arg = arg;
+	}
 	return env;
 }
 
@@ -102,8 +106,13 @@ static void proc_free(envd_proc *p)
 
 void srd_envd_end(srd_envd *env)
 {
+	/* Their sandbox ends too (its pid 1 takes every process with it):
+	 * this only makes sure no stream waits on one. Not reaped here: the
+	 * stream that pumps one does that. */
 	pthread_mutex_lock(&env->lock);
-	sr_kernel_kill(env->kernel); /* pid 1 of their namespace: all of them */
+	for (envd_proc *p = env->procs; p; p = p->next)
+		if (p->ex.pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, p->ex.pidfd, SIGKILL, NULL, 0);
 	pthread_mutex_unlock(&env->lock);
 }
 
@@ -111,7 +120,6 @@ void srd_envd_free(srd_envd *env)
 {
 	if (!env)
 		return;
-	sr_kernel_kill(env->kernel);
 	for (envd_proc *p = env->procs, *next; p; p = next) {
 		next = p->next;
 		proc_free(p);
@@ -120,7 +128,6 @@ void srd_envd_free(srd_envd *env)
 		next = w->next;
 		watch_free(w);
 	}
-	sr_kernel_stop(env->kernel);
 	pthread_mutex_destroy(&env->lock);
 	free(env);
 }
@@ -707,28 +714,6 @@ static void files_post(srd_session *ss, const srd_request *req, srd_response *re
 
 /* ---- process.Process ----------------------------------------------------------- */
 
-/* The commands' sandbox: started by the first command, over the session's
- * workspace with its policy; it lives as long as the E2B sandbox. Under
- * env->lock. */
-static int ensure_kernel(srd_ctx *ctx, srd_envd *env, srd_session *ss, srd_cerr *e)
-{
-	if (env->kernel && sr_kernel_alive(env->kernel))
-		return 0;
-	sr_kernel_stop(env->kernel);
-	env->kernel = NULL;
-	sr_kernel_options ko;
-	srd_session_kernel_options(ctx, ss, &ko);
-	sr_error err = { 0 };
-	sigset_t old;
-	srd_unmask_signals(&old);
-	int rc = sr_kernel_start(&ko, &env->kernel, &err);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0)
-		return srd_cfail(e, "internal", "the sandbox for commands could not start: %s",
-				 err.msg);
-	return 0;
-}
-
 static envd_proc *find_proc_locked(srd_envd *env, const cJSON *msg)
 {
 	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(msg, "process");
@@ -871,8 +856,6 @@ static int start_proc(srd_ctx *ctx, srd_envd *env, srd_session *ss, const cJSON 
 			  MAX_PROCS);
 		goto out;
 	}
-	if (ensure_kernel(ctx, env, ss, e))
-		goto out;
 	sr_kernel_options ko;
 	srd_session_kernel_options(ctx, ss, &ko);
 	envp = build_env(ko.policy, cJSON_GetObjectItemCaseSensitive(config, "envs"));
@@ -886,9 +869,13 @@ static int start_proc(srd_ctx *ctx, srd_envd *env, srd_session *ss, const cJSON 
 	};
 	p = calloc(1, sizeof *p);
 	sr_error err = { 0 };
-	if (!p || sr_kernel_exec(env->kernel, &xo, &p->ex, &err)) {
-		srd_cfail(e, err.errnum == ENOENT ? "not_found" : "internal", "%s",
-			  p ? err.msg : "out of memory");
+	if (!p || env->exec(env->exec_arg, &xo, &p->ex, &err)) {
+		srd_cfail(e,
+			  !p                     ? "internal"
+			  : err.errnum == ENOENT ? "not_found"
+			  : err.errnum == EAGAIN ? "unavailable"
+						 : "internal",
+			  "%s", p ? err.msg : "out of memory");
 		free(p);
 		p = NULL;
 		goto close;

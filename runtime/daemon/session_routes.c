@@ -96,6 +96,19 @@ void srd_handle_session_delete(srd_ctx *ctx, const srd_request *req, srd_respons
 	srd_respond_json(res, 200, j);
 }
 
+/* A session run's result as the answer has it: the result's JSON and the
+ * session's id (NULL when out of memory). Frees the result. */
+static cJSON *session_result_json(srd_session *ss, sr_result *r)
+{
+	char *json = sr_result_to_json(r);
+	cJSON *j = json ? cJSON_Parse(json) : NULL;
+	free(json);
+	sr_result_free(r);
+	if (j)
+		cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
+	return j;
+}
+
 void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *res)
 {
 	srd_ferr e = { 0 };
@@ -116,23 +129,13 @@ void srd_handle_session_run(srd_ctx *ctx, const srd_request *req, srd_response *
 			if (!srd_run_streamer_error(&st, &e))
 				srd_respond_error(res, &e);
 		} else {
-			char *json = sr_result_to_json(&r);
-			cJSON *j = json ? cJSON_Parse(json) : NULL;
-			free(json);
-			sr_result_free(&r);
-			if (j)
-				cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
-			srd_run_streamer_result(&st, j);
+			srd_run_streamer_result(&st, session_result_json(ss, &r));
 		}
 	} else if (srd_session_run(ctx, ss, &o, req->peer, &r, &e)) {
 		srd_respond_error(res, &e);
 	} else {
-		char *json = sr_result_to_json(&r);
-		cJSON *j = json ? cJSON_Parse(json) : NULL;
-		free(json);
-		sr_result_free(&r);
+		cJSON *j = session_result_json(ss, &r);
 		if (j) {
-			cJSON_AddStringToObject(j, "session_id", srd_session_id(ss));
 			srd_respond_json(res, 200, j);
 		} else {
 			srd_respond_error(res,

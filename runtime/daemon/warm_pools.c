@@ -49,8 +49,12 @@ static srd_warm_pool *start_pool(srd_warm *t, const char *name, const sr_policy 
 		sr_warm_stats st;
 		sr_warm_get_stats(pool->w, &st);
 		srd_log("info", "warm",
-			"policy %s: warm pool of %u starting (preload: %zu modules)", pool->policy,
-			st.pool_size, p->warm.n_preload);
+			"policy %s: warm pool of %u starting (preload: %zu modules)%s",
+			pool->policy, st.pool_size, p->warm.n_preload,
+			st.js.enabled ? "; javascript: a pool of node sandboxes" : "");
+		if (!st.js.enabled && st.js.last_error[0])
+			srd_log("warning", "warm", "policy %s: javascript runs cold: %s",
+				pool->policy, st.js.last_error);
 		return pool;
 	}
 	srd_log("warning", "warm", "policy %s runs cold: %s", name, err.msg);
@@ -157,6 +161,24 @@ static void add_names(cJSON *o, const char *key, char *names)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
 }
 
+/* The JavaScript pool (warm.languages): its counters, or why it has none. */
+static void add_js(cJSON *o, const struct sr_warm_js_stats *js)
+{
+	if (!js->enabled && !js->last_error[0])
+		return;
+	cJSON *j = cJSON_AddObjectToObject(o, "javascript");
+	if (!j)
+		return;
+	cJSON_AddBoolToObject(j, "up", js->enabled);
+	cJSON_AddNumberToObject(j, "ready", js->ready);
+	cJSON_AddNumberToObject(j, "pool_size", js->pool_size);
+	cJSON_AddNumberToObject(j, "spawned", (double)js->spawned);
+	cJSON_AddNumberToObject(j, "spawn_failures", (double)js->spawn_failures);
+	cJSON_AddNumberToObject(j, "warm_runs", (double)js->warm_runs);
+	if (js->last_error[0])
+		cJSON_AddStringToObject(j, "last_error", js->last_error);
+}
+
 cJSON *srd_warm_json(srd_warm *t)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -186,6 +208,7 @@ cJSON *srd_warm_json(srd_warm *t)
 			cJSON_AddStringToObject(o, "last_error", st.last_error);
 		if (st.preload_skipped[0])
 			add_names(o, "preload_skipped", st.preload_skipped);
+		add_js(o, &st.js);
 		cJSON_AddItemToArray(arr, o);
 	}
 	pthread_mutex_unlock(&t->mu);

@@ -185,6 +185,12 @@ typedef struct sr_policy {
 		 * are ready, at most SR_WARM_DEFER_MS ("refill": "idle"), or
 		 * starts as soon as a sandbox is taken ("eager"). */
 		bool refill_eager;
+		/* "languages": the languages that get a pool, a bit (1u <<
+		 * SR_LANG_*) each. python's is the zygote and its forks;
+		 * javascript's is a pool of single-use sandboxes with node
+		 * already started in each (docs/languages.md). Default:
+		 * python's alone. */
+		unsigned languages;
 	} warm;
 #define SR_WARM_DEFER_MS 20
 	/* Per-run Python packages (docs/dependencies.md): what a request may
@@ -431,6 +437,14 @@ typedef struct sr_warm_stats {
 	/* warm.preload modules the profile lacks, skipped by the zygote:
 	 * names joined by ","; empty: none. */
 	char preload_skipped[SR_ERROR_MSG_MAX];
+	/* The JavaScript pool (warm.languages has javascript; enabled false
+	 * otherwise): node sandboxes started ahead, each serving one run. */
+	struct sr_warm_js_stats {
+		bool enabled;
+		unsigned ready, pool_size;
+		uint64_t spawned, spawn_failures, warm_runs;
+		char last_error[SR_ERROR_MSG_MAX];
+	} js;
 } sr_warm_stats;
 /* What warm.pool_size "auto" becomes on this machine: one per usable core
  * (at least 2, at most 16) and one per 64 MiB of the memory the caller may
@@ -580,6 +594,11 @@ typedef struct sr_kernel_options {
 	/* Python (0) or JavaScript (a node runner: variables persist the
 	 * same way); every run of the kernel is in this language. */
 	sr_language language;
+	/* Not frozen between runs: what the code and the commands
+	 * (sr_kernel_exec) left running goes on, as in a machine of its own
+	 * (E2B's sandboxes); the caller freezes it when it wants
+	 * (sr_kernel_freeze). false: frozen between runs (above). */
+	bool keep_running;
 	const char *cgroup_share; /* as sr_run_request's; NULL: none */
 } sr_kernel_options;
 
@@ -595,6 +614,11 @@ SR_PUBLIC bool sr_kernel_alive(const sr_kernel *k);
 SR_PUBLIC void sr_kernel_kill(sr_kernel *k);
 /* Kill it and release everything it holds (the workspace stays). */
 SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
+/* Freeze (true) or thaw (false) everything of the kernel's sandbox: its
+ * interpreter, what it left running, its commands. A frozen kernel's
+ * memory stays; sr_kernel_run thaws it (so freeze between runs). For a
+ * pause of the whole sandbox; any thread. */
+SR_PUBLIC int sr_kernel_freeze(sr_kernel *k, bool frozen, sr_error *err);
 
 /* A command in a kernel's sandbox, as `docker exec` starts one: it enters
  * the kernel's namespaces (user, mount, pid, net, ipc, uts, cgroup) and

@@ -80,7 +80,13 @@ def test_run_refuses_bad_requirements_naming_the_field(dd):
 
 @pytest.mark.parametrize("policy", ["default", "private"])
 def test_session_layer_lives_and_goes_with_the_session(dd, policy):
-    before = set(os.listdir(DEPS_WS)) if os.path.isdir(DEPS_WS) else set()
+    # pip's workspaces are named ID-PID-pip by the process that made them:
+    # only this daemon's count (other daemons on the machine install too).
+    def mine():
+        ents = os.listdir(DEPS_WS) if os.path.isdir(DEPS_WS) else []
+        return {e for e in ents if e.endswith(f"-{dd.proc.pid}-pip")}
+
+    assert mine() == set()
     r = dd.post("/v1/sessions", {"policy": policy, "requirements": ["tinyleaf"],
                                  "stateful": False})
     assert r.status_code == 201, r.text
@@ -91,11 +97,11 @@ def test_session_layer_lives_and_goes_with_the_session(dd, policy):
         out = dd.post(f"/v1/sessions/{sid}/run",
                       {"code": "import tinyleaf; print(tinyleaf.VERSION)"}).json()
         assert out["status"] == "ok" and out["stdout"] == "1.0\n", out
-    mine = set(os.listdir(DEPS_WS)) - before if os.path.isdir(DEPS_WS) else set()
-    assert len(mine) == (1 if policy == "private" else 0), mine
+    layers = mine()
+    assert len(layers) == (1 if policy == "private" else 0), layers
     with dd.session() as http:
         assert http.delete(dd.url(f"/v1/sessions/{sid}"), timeout=30).status_code == 200
-    assert wait_for(lambda: not (set(os.listdir(DEPS_WS)) - before))
+    assert wait_for(lambda: not mine())
 
 
 def test_session_requirements_that_fail_are_refused(dd):

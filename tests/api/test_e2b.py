@@ -3,8 +3,10 @@ tests/e2b/package-lock.json, installed by `scripts/bootstrap --test`)
 against saferund's E2B listener (docs/e2b.md): one node script,
 tests/e2b/e2b.mjs, makes the calls a user's program would and prints what
 each gave; this file asserts on it, then on the raw HTTP answers the SDK
-hides and on what the daemon left behind. Without node or the packages it
-fails, it never skips."""
+hides and on what the daemon left behind. It also proves an E2B sandbox is
+one machine: commands and runCode share /tmp and processes, pause freezes a
+running command (its ticks stop, then go on after connect), and runCode runs
+JavaScript and bash. Without node or the packages it fails, it never skips."""
 import hashlib
 import json
 import os
@@ -162,6 +164,31 @@ def test_the_e2b_sdk_end_to_end(make_daemon):
     assert (pz["paused"], pz["again"], pz["state"], pz["running"]) == (True, False, "paused", False)
     assert pz["listed"] == [o["id"]] and pz["run"] == "TimeoutError"  # E2B's 502 words
     assert pz["after"] == "6" and pz["state2"] == "running"  # memory kept
+    # the ticking command made no progress while paused, and went on after
+    ticks, paused_at, resumed_at = pz["ticks"], pz["pausedAt"], pz["resumedAt"]
+    assert resumed_at - paused_at >= 600, pz
+    assert [t for t in ticks if t < paused_at], ticks
+    assert not [t for t in ticks if paused_at < t < resumed_at], (paused_at, resumed_at, ticks)
+    assert [t for t in ticks if t > resumed_at], (resumed_at, ticks)
+
+    # one sandbox: commands and runCode share /tmp and the processes
+    sh = o["shared"]
+    assert (sh["seenByCmd"], sh["seenByPy"]) == ("py wrote", "'cmd wrote\\n'"), sh
+    assert sh["listed"] is True and sh["pgid"] == str(sh["pid"]), sh  # Python sees it
+    assert "python" in sh["pyCmdline"], sh  # and a command sees Python's interpreter
+    # runCode's language: JavaScript keeps its state, bash is a command
+    lg = o["languages"]
+    assert lg["js"]["stdout"] == "js 21\n" and lg["js"]["text"] == "40", lg["js"]
+    assert lg["js2"]["text"] == "21" and lg["js2"]["count"] == 2, lg["js2"]
+    assert lg["jsErr"]["error"]["name"] == "TypeError", lg["jsErr"]
+    assert "Cannot read properties of null" in lg["jsErr"]["error"]["value"], lg["jsErr"]
+    assert lg["bash"]["stdout"] == "bash 42\npy wrote" and lg["bash"]["error"] is None, lg["bash"]
+    assert lg["bashErr"]["stderr"] == "no\n" and lg["bashErr"]["error"]["value"] == "3", lg
+    # a 400 (the SDK shows only its status; the raw answer below names it)
+    assert lg["unknown"] == {"error": "SandboxError", "message": "400 Bad Request"}, lg
+    assert lg["ctxLanguage"] == "bash" and lg["inCtx"] == "ctx\n", lg
+    assert ["default-javascript", "javascript"] in lg["contexts"], lg["contexts"]
+    assert ["default-bash", "bash"] in lg["contexts"], lg["contexts"]
     assert o["kill"] == {"k": True, "again": False, "info": "SandboxNotFoundError",
                          "running": False}
     assert o["expires"] == {"running": False, "killAfter": False}
@@ -199,7 +226,7 @@ def test_the_e2b_sdk_end_to_end(make_daemon):
                      {"type": "number_of_executions", "execution_count": 1},
                      {"type": "end_of_execution"}]
     r = requests.post(d.e2b_url + "/execute", json={"code": "1", "language": "r"}, headers=sh)
-    assert r.status_code == 400 and "python only" in r.json()["message"]
+    assert r.status_code == 400 and '"r" is not supported' in r.json()["message"]
     r = requests.get(d.e2b_url + "/health", headers={**sh, "E2b-Sandbox-Port": "8080"})
     assert r.status_code == 502 and "port 8080" in r.json()["message"]
     r = requests.get(d.e2b_url + "/health",

@@ -136,7 +136,7 @@ def test_envd_through_the_e2b_sdk(make_daemon):
     assert "policy does not allow commands" in n["run"]["message"], n
     assert n["files"] is True
 
-    # Every sandbox was killed: their commands' sandboxes went with them.
+    # Every sandbox was killed: its commands went with its kernel.
     assert wait_for(lambda: own_sandbox_processes(d.cgroups) == []), \
         own_sandbox_processes(d.cgroups)
 

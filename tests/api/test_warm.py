@@ -220,7 +220,10 @@ def test_each_run_has_an_id_and_a_group_of_its_own(make_daemon):
     ids = [run_ok(d, "print(1)")["id"] for _ in range(4)]
     assert all(ID.fullmatch(i) for i in ids) and len(set(ids)) == 4, ids
     assert not set(ids) & zygote
-    # during a run its group holds its init and python, nothing else's
+    # during a run its group holds its init and python, nothing else's;
+    # the pool full first, so the run takes a sandbox forked before it
+    # (not one forked while it waits)
+    wait_pool_ready(d)
     with cf.ThreadPoolExecutor(1) as ex:
         fut = ex.submit(d.run, "import time; time.sleep(1); print('done')")
         assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)

@@ -162,35 +162,47 @@ await step('wrong_key', async () => {
   }
 })
 
-// Pause keeps the interpreter's memory; connect resumes.
-await step('pause', async () => {
-  await sb.runCode('kept = [1, 2, 3]')
-  const paused = await sb.pause()
-  const again = await Sandbox.pause(sb.sandboxId)
-  const info = await sb.getInfo()
-  const listed = (await Sandbox.list({ query: { state: ['paused'] } }).nextItems()).map((s) => s.sandboxId)
-  const running = await sb.isRunning()
-  if (process.env.E2B_PAUSE_HANDSHAKE) {
-    // the test looks at the sandbox's cgroups now, then says go on
-    console.log(JSON.stringify({ paused: sb.sandboxId }))
-    await new Promise((resolve) => process.stdin.once('data', resolve))
-    process.stdin.pause()
-  }
-  let run
-  try {
-    await sb.runCode('1')
-    run = 'ran'
-  } catch (e) {
-    run = errName(e)
-  }
-  const back = await Sandbox.connect(sb.sandboxId, { timeoutMs: 60_000 })
-  const after = plain(await back.runCode('sum(kept)'))
-  const info2 = await sb.getInfo()
-  return { paused, again, state: info.state, listed, running, run, after: after.text,
-    state2: info2.state }
+// One sandbox: commands enter the default context's kernel, so they share
+// its /tmp, processes and network with runCode.
+await step('shared', async () => {
+  await sb.runCode("open('/tmp/from-py.txt', 'w').write('py wrote')")
+  const seenByCmd = (await sb.commands.run('cat /tmp/from-py.txt')).stdout
+  await sb.commands.run('echo cmd wrote > /tmp/from-cmd.txt')
+  const seenByPy = plain(await sb.runCode("open('/tmp/from-cmd.txt').read()")).text
+  const h = await sb.commands.run('sleep 30', { background: true })
+  const listed = (await sb.commands.list()).map((p) => p.pid).includes(h.pid)
+  // (the guard keeps Python out of /proc: it finds the command by its pid,
+  // the leader of its own process group)
+  const pgid = plain(await sb.runCode(`import os\nos.getpgid(${h.pid})`))
+  const pyPid = plain(await sb.runCode('import os\nos.getpid()')).text
+  const pyCmdline = (await sb.commands.run(`tr '\\0' ' ' < /proc/${pyPid}/cmdline`)).stdout
+  await h.kill()
+  return { seenByCmd, seenByPy, pid: h.pid, listed, pgid: pgid.text ?? pgid.error, pyCmdline }
 })
 
-// kill; a short timeout ends a sandbox by itself.
+// runCode's language: a JavaScript context (a node kernel, state kept) and
+// bash (a command in the sandbox: it sees runCode's /tmp).
+await step('languages', async () => {
+  const js = plain(await sb.runCode('var n = 20; console.log("js", n + 1); n * 2', { language: 'js' }))
+  const js2 = plain(await sb.runCode('n + 1', { language: 'javascript' }))
+  const jsErr = plain(await sb.runCode('null.x', { language: 'js' }))
+  const bash = plain(await sb.runCode('echo "bash $((6 * 7))"; cat /tmp/from-py.txt', { language: 'bash' }))
+  const bashErr = plain(await sb.runCode('echo no >&2; exit 3', { language: 'bash' }))
+  let unknown
+  try {
+    await sb.runCode('1', { language: 'ts' })
+    unknown = 'ran'
+  } catch (e) {
+    unknown = { error: errName(e), message: String(e?.message ?? e).slice(0, 300) }
+  }
+  const c = await sb.createCodeContext({ language: 'bash' })
+  const inCtx = plain(await sb.runCode('echo ctx', { context: c }))
+  await sb.removeCodeContext(c)
+  const contexts = (await sb.listCodeContexts()).map((x) => [x.id, x.language])
+  return { js, js2, jsErr, bash, bashErr, unknown, ctxLanguage: c.language, inCtx: inCtx.stdout, contexts }
+})
+
+// kill (before the pause: then only sb's kernels are left to look at).
 await step('kill', async () => {
   const k = await sb2.kill()
   const again = await Sandbox.kill(sb2.sandboxId)
@@ -203,6 +215,47 @@ await step('kill', async () => {
   }
   return { k, again, info, running: await sb2.isRunning() }
 })
+// Pause keeps the interpreter's memory and freezes a running command (its
+// ticks stop while paused and go on after); connect resumes.
+await step('pause', async () => {
+  await sb.runCode('kept = [1, 2, 3]')
+  const ticker = await sb.commands.run('while :; do date +%s%3N >> ticks.txt; sleep 0.05; done',
+    { background: true })
+  const ticks = async () => (await sb.files.read('ticks.txt').catch(() => '')).split('\n').filter(Boolean).map(Number)
+  const t0 = Date.now()
+  while (Date.now() - t0 < 5000 && (await ticks()).length < 2) await new Promise((r) => setTimeout(r, 50))
+  const paused = await sb.pause()
+  const pausedAt = Date.now()
+  const again = await Sandbox.pause(sb.sandboxId)
+  const info = await sb.getInfo()
+  const listed = (await Sandbox.list({ query: { state: ['paused'] } }).nextItems()).map((s) => s.sandboxId)
+  const running = await sb.isRunning()
+  if (process.env.E2B_PAUSE_HANDSHAKE) {
+    // the test looks at the sandbox's cgroups now, then says go on
+    console.log(JSON.stringify({ paused: sb.sandboxId }))
+    await new Promise((resolve) => process.stdin.once('data', resolve))
+    process.stdin.pause()
+  }
+  await new Promise((r) => setTimeout(r, 600))
+  let run
+  try {
+    await sb.runCode('1')
+    run = 'ran'
+  } catch (e) {
+    run = errName(e)
+  }
+  const resumedAt = Date.now()
+  const back = await Sandbox.connect(sb.sandboxId, { timeoutMs: 60_000 })
+  const after = plain(await back.runCode('sum(kept)'))
+  const info2 = await sb.getInfo()
+  const t1 = Date.now()
+  while (Date.now() - t1 < 5000 && !(await ticks()).some((t) => t > resumedAt))
+    await new Promise((r) => setTimeout(r, 50))
+  await ticker.kill()
+  return { paused, again, state: info.state, listed, running, run, after: after.text,
+    state2: info2.state, pausedAt, resumedAt, ticks: await ticks() }
+})
+
 await step('expires', async () => {
   const s = await Sandbox.create({ timeoutMs: 1000 })
   const t0 = Date.now()

@@ -487,6 +487,28 @@ RUN_FOR_THE_CODE = [
          "-1, -1, r, w, True, False, -1, None, None, None, -1, None, False)\n",
      "blocked _posixsubprocess.fork_exec([b'/bin/echo', b'pwned'], [b'/bin/echo']) at main.py line 5 "
      "(SR101 process)"),
+    # a thread's target: the thread the code started is the code's (its
+    # stack starts in threading, and Python 3.11 raises no event for it)
+    ([], "import threading, os\nT = {'o': os}\nprint('before')\n"
+         "t = threading.Thread(target=T['o'].system, args=('echo pwned',))\nt.start(); t.join()\n",
+     "blocked os.system(b'echo pwned') at main.py line 5 (SR101 process)"),
+    ([], "import threading\nprint('before')\n"
+         "t = threading.Thread(target=open, args=('/etc/passwd',))\nt.start(); t.join()\n",
+     "blocked open('/etc/passwd') at main.py line 4 (SR401 path)"),
+    ([], "import concurrent.futures as cf, os\nT = {'o': os}\nprint('before')\n"
+         "with cf.ThreadPoolExecutor(1) as ex: ex.submit(T['o'].popen, 'echo pwned').result()\n",
+     "blocked import subprocess at main.py line 4 (SR101 process)"),
+    ([], "from multiprocessing.pool import ThreadPool\nimport os\nT = {'o': os}\nprint('before')\n"
+         "ThreadPool(1).apply(T['o'].system, ('echo pwned',))\n",
+     "blocked os.system(b'echo pwned') at main.py line 5 (SR101 process)"),
+    ([], "import _thread, os, time\nT = {'o': os}\nprint('before')\n"
+         "_thread.start_new_thread(T['o'].system, ('echo pwned',)); time.sleep(5)\n",
+     "blocked os.system(b'echo pwned') at main.py line 4 (SR101 process)"),
+    # a fresh _thread (not the wrapped one): a thread with no frame at all
+    ([], "import sys, os, time\nT = {'o': os}\ndel sys.modules['_thread']\nimport _thread\n"
+         "print('before')\n_thread.start_new_thread(T['o'].system, ('echo pwned',)); time.sleep(5)\n",
+     "blocked os.system(b'echo pwned') at main.py line 0 (SR101 process) in a thread started with no "
+     "frame of its own"),
 ]
 
 
@@ -520,11 +542,18 @@ def test_runtime_guard_leaves_the_helpers_ordinary_uses_alone():
             "print(typing.get_type_hints(f), pickle._loads(pickle.dumps({'a': [1, 2]})), "
             "copy.deepcopy({'b': (3,)}), heapq.nsmallest(1, ['bb', 'a'], key=len), "
             "operator.attrgetter('real')(5), t > 0)\n"
-            "exec('print(sum(range(4)))')\n")
+            "exec('print(sum(range(4)))')\n"
+            # the code's threads may do what its main thread may
+            "import threading, concurrent.futures as cf, json\nr = []\n"
+            "def work(i):\n    with open(f'/tmp/f{i}', 'w') as f: f.write(json.dumps(i))\n"
+            "    with open(f'/tmp/f{i}') as f: r.append(json.load(f))\n"
+            "ts = [threading.Thread(target=work, args=(i,)) for i in range(3)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "with cf.ThreadPoolExecutor(2) as ex: print(sorted(r), list(ex.map(abs, [-1, 2])))\n")
     res = run_json("--allow", "exec", code=code)
     assert res["status"] == "ok", res
     assert res["stdout"] == ("{'x': <class 'int'>, 'return': <class 'str'>} {'a': [1, 2]} {'b': (3,)} "
-                             "['a'] 5 True\n6\n")
+                             "['a'] 5 True\n6\n[0, 1, 2] [1, 2]\n")
 
 
 def test_the_workspace_runs_nothing_at_start_up(tmp_path):

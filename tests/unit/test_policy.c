@@ -611,7 +611,23 @@ static void test_warm_section(void)
 	CHECK_INT(p->warm.pool_size, 0);
 	CHECK(!p->warm.pool_size_auto); /* a number replaces "auto" */
 	CHECK(p->warm.fallback_cold);
-	CHECK(!p->warm.refill_eager); /* "idle" */
+	CHECK(!p->warm.refill_eager);                       /* "idle" */
+	CHECK_INT(p->warm.languages, 1u << SR_LANG_PYTHON); /* python's pool alone */
+	sr_policy_free(p);
+
+	/* languages: a bit each; the JSON form carries them */
+	p = load("{\"warm\": {\"languages\": [\"javascript\", \"python\"]}}");
+	CHECK(p && p->warm.languages == ((1u << SR_LANG_PYTHON) | (1u << SR_LANG_JAVASCRIPT)));
+	char *json = p ? sr_policy_to_json(p) : NULL;
+	sr_policy *back = NULL;
+	sr_error err = { 0 };
+	CHECK(json && sr_policy_load_json(json, strlen(json), "t.json", &back, &err) == 0);
+	CHECK(back && back->warm.languages == p->warm.languages);
+	sr_policy_free(back);
+	free(json);
+	sr_policy_free(p);
+	p = load("{\"warm\": {\"languages\": [\"javascript\"]}}");
+	CHECK(p && p->warm.languages == 1u << SR_LANG_JAVASCRIPT);
 	sr_policy_free(p);
 }
 
@@ -641,8 +657,19 @@ static void test_commands_section(void)
 static void test_warm_errors(void)
 {
 	expect_error("{\"warm\": {\"pool\": 2}}",
-		     "t.json: policy.warm.pool: unknown key (known: enabled, preload, warmup, "
-		     "pool_size, fallback, refill, comment)");
+		     "t.json: policy.warm.pool: unknown key (known: enabled, languages, preload, "
+		     "warmup, pool_size, fallback, refill, comment)");
+	expect_error("{\"warm\": {\"languages\": [\"bash\"]}}",
+		     "t.json: policy.warm.languages[0]: \"bash\" is not a language with a warm "
+		     "path (known: python, javascript; bash always runs cold)");
+	expect_error("{\"warm\": {\"languages\": [\"python\", \"python\"]}}",
+		     "t.json: policy.warm.languages[1]: \"python\" is listed twice");
+	expect_error("{\"warm\": {\"languages\": []}}",
+		     "t.json: policy.warm.languages: an empty list: name python, javascript or "
+		     "both (or set enabled to false)");
+	expect_error("{\"warm\": {\"languages\": \"python\"}}",
+		     "t.json: policy.warm.languages: expected an array of languages (python, "
+		     "javascript), got \"python\"");
 	expect_error("{\"warm\": {\"warmup\": [\"import numpy\"]}}",
 		     "t.json: policy.warm.warmup: expected a string, got an array");
 	expect_error("{\"warm\": true}", "t.json: policy.warm: expected an object, got true");

@@ -13,6 +13,10 @@ typedef struct sr_language_info {
 	const char *code_file;   /* in the working dir: "main.js" */
 } sr_language_info;
 
+/* The preload a pooled JavaScript sandbox starts with (rootfs/node_warm.js),
+ * in its working dir until the run's code arrives. */
+#define SR_NODE_PRELOAD ".saferun-node.js"
+
 /* NULL for a value outside the enum. */
 const sr_language_info *sr_language_info_of(sr_language l);
 /* 0 when the profile's tree (rootfs NULL: the host's /) has the

@@ -236,6 +236,11 @@ static void open_runner(sr_box *r)
 static int language_argv(sr_box *r, const sr_language_info *lang, sr_error *err)
 {
 	char *base = strrchr(lang->interpreter, '/') + 1;
+	if (r->pooled && r->req->language == SR_LANG_JAVASCRIPT) {
+		char *argv[] = { base, "-r", "./" SR_NODE_PRELOAD, (char *)lang->code_file, NULL };
+		memcpy(r->argv, argv, sizeof argv);
+		return 0;
+	}
 	if (!r->kernel) {
 		char *argv[] = { base, (char *)lang->code_file, NULL };
 		memcpy(r->argv, argv, sizeof argv);
@@ -270,8 +275,9 @@ static int prepare(sr_box *r, sr_error *err)
 		.uid = SR_SANDBOX_UID,
 		.gid = SR_SANDBOX_GID,
 		.workdir_host = r->workdir_host,
-		.code = r->kernel ? NULL : r->req->code,
-		.code_name = lang->code_file,
+		/* A pooled sandbox's "code" is its preload (sandbox.h). */
+		.code = r->kernel && !r->pooled ? NULL : r->req->code,
+		.code_name = r->pooled ? SR_NODE_PRELOAD : lang->code_file,
 		.code_size = r->req->code_size,
 		.files = r->req->files,
 		.n_files = r->req->n_files,
@@ -339,7 +345,7 @@ static int open_pipes(sr_box *r, sr_error *err)
 	if (r->kernel && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->ctl) < 0)
 		return sr_fail(err, errno, "create the kernel's control socket");
 	/* A one-shot run's working dir dies with it: its fd comes back here. */
-	if (!r->kernel &&
+	if ((!r->kernel || r->pooled) &&
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, r->wd) < 0)
 		return sr_fail(err, errno, "create the working dir's socket");
 	if (fcntl(r->report[0], F_SETFL, O_NONBLOCK) < 0 ||
@@ -437,8 +443,9 @@ static pid_t clone_sandbox(sr_box *r, bool into_cgroup)
 			/* Not a kernel: its parent is the thread that started
 			 * it, which may end long before the kernel does; a
 			 * kernel ends when its control socket closes. The
-			 * zygote lives as long as the thread that started it. */
-			.pdeath = r->ctl[1] < 0 || r->zygote,
+			 * zygote and a pool's sandbox live as long as the
+			 * thread that started them. */
+			.pdeath = r->ctl[1] < 0 || r->zygote || r->pooled,
 			.keep_privileges = r->zygote,
 			.plan = &r->plan,
 			.workdir = p->workdir,

@@ -24,6 +24,11 @@ typedef struct sr_box {
 	bool kernel;        /* python serves runs over a control socket */
 	bool zygote;        /* the warm path's zygote: keeps its privileges */
 	bool source_runner; /* the runner's source on the command line, no cache */
+	/* A pool's single-use JavaScript sandbox (warm_node.c): started like a
+	 * kernel (no code yet, a control socket on fd 3) as `node -r PRELOAD
+	 * main.js`, but it serves one run: its working dir comes back on wd,
+	 * and it dies with the thread that started it. */
+	bool pooled;
 	sr_result *res;
 	char *rootfs;
 	sr_mount_plan plan;

@@ -1505,10 +1505,52 @@ static int parse_commands(const struct ctx *c, const cJSON *obj, sr_policy *p)
 	return 0;
 }
 
+/* The languages with a warm path, by bit (warm.languages). */
+static const char *const warm_language_names[] = {
+	[SR_LANG_PYTHON] = "python", [SR_LANG_JAVASCRIPT] = "javascript"
+};
+#define N_WARM_LANGUAGES (sizeof warm_language_names / sizeof *warm_language_names)
+
+/* "languages": ["python", "javascript"], each once, at least one. Bash
+ * has no pool: its start-up is the sandbox's own (docs/languages.md). */
+static int parse_warm_languages(const struct ctx *c, const cJSON *arr, unsigned *out)
+{
+	char path[PATH_BUF];
+	unsigned set = 0;
+	size_t i = 0;
+
+	if (!cJSON_IsArray(arr))
+		return bad_type(c, "policy.warm.languages", arr,
+				"an array of languages (python, javascript)");
+	for (const cJSON *it = arr->child; it; it = it->next, i++) {
+		path_index(path, "policy.warm.languages", i);
+		if (want_string(c, path, it) < 0)
+			return -1;
+		unsigned bit = 0;
+		for (unsigned l = 0; l < N_WARM_LANGUAGES; l++)
+			if (strcmp(it->valuestring, warm_language_names[l]) == 0)
+				bit = 1u << l;
+		if (!bit)
+			return bad_value(c, path, it,
+					 "is not a language with a warm path (known: python, "
+					 "javascript; bash always runs cold)");
+		if (set & bit)
+			return bad_value(c, path, it, "is listed twice");
+		set |= bit;
+	}
+	if (!set)
+		return bad(
+		    c, "policy.warm.languages",
+		    "an empty list: name python, javascript or both (or set enabled to false)");
+	*out = set;
+	return 0;
+}
+
 static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "enabled",  "preload", "warmup",  "pool_size",
-					    "fallback", "refill",  "comment", NULL };
+	static const char *const keys[] = { "enabled", "languages", "preload",
+					    "warmup",  "pool_size", "fallback",
+					    "refill",  "comment",   NULL };
 	const cJSON *v;
 	uint64_t pool;
 
@@ -1516,6 +1558,8 @@ static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
 		return -1;
 	if ((v = get(obj, "enabled")) &&
 	    get_bool(c, "policy.warm.enabled", v, &p->warm.enabled) < 0)
+		return -1;
+	if ((v = get(obj, "languages")) && parse_warm_languages(c, v, &p->warm.languages) < 0)
 		return -1;
 	if ((v = get(obj, "preload")) &&
 	    parse_string_list(c, "policy.warm.preload", v, MAX_PRELOAD, "an array of module names",
@@ -1945,6 +1989,7 @@ static sr_policy *policy_new(const char *name)
 	p->checker.memory_bytes = 256 * MIB;
 	p->warm.pool_size = 2;
 	p->warm.fallback_cold = true;
+	p->warm.languages = 1u << SR_LANG_PYTHON;
 	p->commands_enabled = true;
 	p->dependencies.cache = true;
 	p->dependencies.cache_entries = 32;
@@ -2342,8 +2387,14 @@ static int add_warm(cJSON *root, const sr_policy *p)
 	const struct sr_warm_policy *w = &p->warm;
 	cJSON *o = cJSON_AddObjectToObject(root, "warm");
 
-	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled) ||
-	    add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
+	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled))
+		return -1;
+	cJSON *langs = cJSON_AddArrayToObject(o, "languages");
+	for (unsigned l = 0; langs && l < N_WARM_LANGUAGES; l++)
+		if ((w->languages & (1u << l)) &&
+		    !cJSON_AddItemToArray(langs, cJSON_CreateString(warm_language_names[l])))
+			return -1;
+	if (!langs || add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
 	    (w->warmup && !cJSON_AddStringToObject(o, "warmup", w->warmup)) ||
 	    !(w->pool_size_auto ? cJSON_AddStringToObject(o, "pool_size", "auto")
 				: cJSON_AddNumberToObject(o, "pool_size", w->pool_size)) ||

@@ -32,6 +32,7 @@ struct sr_kernel {
 	const sr_workspace *ws; /* its working dir (artifacts/ is read after each run) */
 	sr_bind layer;          /* the session's dependency layer, if any */
 	bool alive;
+	bool keep_running; /* not frozen between runs (sr_kernel_options) */
 };
 
 int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
@@ -54,6 +55,7 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 	/* The workspace's ids: its files keep their owner from kernel to kernel. */
 	k->box.shared_ids = o->workspace ? sr_workspace_ids(o->workspace) : NULL;
 	k->ws = o->workspace;
+	k->keep_running = o->keep_running;
 	if (o->deps_layer) {
 		if (sr_deps_bind(o->policy, o->rootfs_dir, o->deps_layer, &k->layer, err)) {
 			free(k);
@@ -209,8 +211,15 @@ static void run_limits(const sr_kernel *k, const sr_run_request *req, uint64_t *
 static void freeze_between_runs(sr_kernel *k)
 {
 	sr_error err = { 0 };
-	if (k->alive && sr_cgroup_freeze(k->box.cg, true, &err) < 0)
+	if (k->alive && !k->keep_running && sr_cgroup_freeze(k->box.cg, true, &err) < 0)
 		k->alive = false; /* it would run on unwatched: end it instead */
+}
+
+int sr_kernel_freeze(sr_kernel *k, bool frozen, sr_error *err)
+{
+	if (!k || !k->box.cg)
+		return sr_refuse(err, ESRCH, "the kernel has ended");
+	return sr_cgroup_freeze(k->box.cg, frozen, err);
 }
 
 int sr_kernel_run(sr_kernel *k, const sr_run_request *req, sr_result *res, sr_error *err)

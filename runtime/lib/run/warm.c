@@ -66,6 +66,9 @@ struct sr_warm {
 	wbox *ended; /* runs over, their groups still to remove */
 	sr_warm_stats st;
 	char skipped[sizeof(((sr_warm_stats *)0)->preload_skipped)]; /* the zygote's "R" */
+	bool python;      /* warm.languages has python: the zygote and its thread run */
+	sr_node_pool *js; /* warm.languages has javascript: its pool (warm_node.c), else NULL */
+	char js_error[SR_ERROR_MSG_MAX]; /* why javascript has no pool, if asked for */
 };
 
 static void close_fd(int *fd)
@@ -581,6 +584,22 @@ unsigned sr_warm_machine_fit(char *why, size_t why_size)
 
 /* ---- the API ------------------------------------------------------------------- */
 
+/* The JavaScript pool next to the zygote's: with pool_size "auto" and
+ * both languages, half the machine's share each (a ready Node sandbox
+ * holds far more memory than a forked Python one: docs/languages.md). A
+ * pool that cannot start (the profile has no node) leaves JavaScript
+ * cold, and says why in the stats. */
+static int start_js(sr_warm *w, unsigned pool_size, sr_error *err)
+{
+	unsigned size = pool_size;
+	if (w->p->warm.pool_size_auto && w->python)
+		size = (pool_size + 1) / 2;
+	if (sr_node_pool_start(w->p, w->rootfs_dir, size, &w->js, err) == 0)
+		return 0;
+	snprintf(w->js_error, sizeof w->js_error, "%s", err->msg);
+	return -1;
+}
+
 int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_error *err)
 {
 	*out = NULL;
@@ -614,6 +633,14 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 		sr_fail(err, ENOMEM, "the warm pool");
 		goto fail;
 	}
+	w->python = p->warm.languages & (1u << SR_LANG_PYTHON);
+	if ((p->warm.languages & (1u << SR_LANG_JAVASCRIPT)) && start_js(w, pool_size, err) &&
+	    !w->python)
+		goto fail; /* nothing would be warm */
+	if (!w->python) {
+		*out = w;
+		return 0;
+	}
 	if ((w->module_fd = sr_sealed_memfd("saferun-zygote", sr_embedded_zygote,
 					    sr_embedded_zygote_len)) < 0) {
 		sr_fail(err, errno, "the zygote module's memfd");
@@ -633,6 +660,7 @@ int sr_warm_start(const sr_policy *p, const char *rootfs_dir, sr_warm **out, sr_
 	*out = w;
 	return 0;
 fail:
+	sr_node_pool_stop(w->js);
 	close_fd(&w->module_fd);
 	close_fd(&w->init_fd);
 	sr_policy_free(w->p);
@@ -645,6 +673,10 @@ fail:
 int sr_warm_wait_ready(sr_warm *w, uint64_t timeout_ms, sr_error *err)
 {
 	uint64_t until = sr_now_ms() + timeout_ms;
+	if (w->js && sr_node_pool_wait_ready(w->js, until, err))
+		return -1;
+	if (!w->python)
+		return 0;
 	pthread_mutex_lock(&w->mu);
 	while (!(w->z_up && w->n_ready >= w->p->warm.pool_size) && !w->z_failed &&
 	       sr_now_ms() < until)
@@ -667,6 +699,10 @@ void sr_warm_get_stats(sr_warm *w, sr_warm_stats *st)
 	st->zygote_up = w->z_up;
 	st->ready = w->n_ready;
 	pthread_mutex_unlock(&w->mu);
+	if (w->js)
+		sr_node_pool_get_stats(w->js, &st->js);
+	else if (w->js_error[0])
+		snprintf(st->js.last_error, sizeof st->js.last_error, "%s", w->js_error);
 }
 
 void sr_warm_stop(sr_warm *w)
@@ -677,7 +713,9 @@ void sr_warm_stop(sr_warm *w)
 	w->stopping = true;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->thread, NULL);
+	if (w->python)
+		pthread_join(w->thread, NULL);
+	sr_node_pool_stop(w->js);
 	close_fd(&w->module_fd);
 	close_fd(&w->init_fd);
 	sr_policy_free(w->p);
@@ -741,8 +779,13 @@ static const char *unfit(const sr_warm *w, const sr_run_request *req)
 		return "another seccomp policy";
 	if (req->n_requirements || req->deps_layer)
 		return "requirements (a dependency layer is mounted at set-up)";
-	if (req->language != SR_LANG_PYTHON)
-		return "a language other than python (its zygote is Python's)";
+	if (req->language == SR_LANG_JAVASCRIPT && !w->js)
+		return w->js_error[0] ? "javascript has no pool (see the warm pool's stats)"
+				      : "javascript is not in the policy's warm.languages";
+	if (req->language == SR_LANG_BASH)
+		return "bash (the warm path is python's and javascript's)";
+	if (req->language == SR_LANG_PYTHON && !w->python)
+		return "python is not in the policy's warm.languages";
 	return NULL;
 }
 
@@ -928,6 +971,19 @@ static int vet_then_cold(sr_warm *w, const sr_run_request *req, sr_result *res, 
 	return cold(w, req, res, why, err);
 }
 
+/* On the JavaScript pool: a ready sandbox, or the cold path. */
+static int js_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
+{
+	const sr_language_info *lang = sr_language_info_of(req->language);
+	char why[SR_ERROR_MSG_MAX];
+	if (sr_mounts_check_files_for(req->files, req->n_files, lang->code_file, err))
+		return -1;
+	if (sr_node_pool_run(w->js, req, res, why, sizeof why) == 0)
+		return 0;
+	sr_box_init_result(res, req->policy);
+	return cold(w, req, res, why, err);
+}
+
 static int warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	if (sr_box_check_request(req, err))
@@ -936,6 +992,8 @@ static int warm_run(sr_warm *w, const sr_run_request *req, sr_result *res, sr_er
 	const char *why = unfit(w, req);
 	if (why)
 		return vet_then_cold(w, req, res, why, err);
+	if (req->language == SR_LANG_JAVASCRIPT)
+		return js_run(w, req, res, err);
 	if (sr_mounts_check_files(req->files, req->n_files, err))
 		return -1;
 	/* The checker vets the code while a sandbox is taken and gets ready
