@@ -23,7 +23,8 @@ int srd_gate_init(srd_gate *g, unsigned max_running, unsigned max_waiting)
 
 void srd_gate_destroy(srd_gate *g)
 {
-	free(g->class_max_running); /* the other three share its block */
+	free(g->class_max_running); /* the other four share its block */
+	free(g->class_pass);
 	pthread_cond_destroy(&g->changed);
 	pthread_mutex_destroy(&g->lock);
 }
@@ -35,21 +36,31 @@ struct srd_waiter {
 };
 
 int srd_gate_set_classes(srd_gate *g, unsigned n, const unsigned *max_running,
-			 const unsigned *max_waiting)
+			 const unsigned *max_waiting, const unsigned *weight)
 {
-	unsigned *block = calloc(4 * (size_t)n, sizeof *block);
-	if (!block)
+	unsigned *block = calloc(5 * (size_t)n, sizeof *block);
+	uint64_t *pass = calloc(n ? n : 1, sizeof *pass);
+	if (!block || !pass) {
+		free(block);
+		free(pass);
 		return -1;
+	}
 	pthread_mutex_lock(&g->lock);
 	free(g->class_max_running);
+	free(g->class_pass);
 	g->n_classes = n;
 	g->class_max_running = block;
 	g->class_max_waiting = block + n;
 	g->class_running = block + 2 * n;
 	g->class_waiting = block + 3 * n;
+	g->class_weight = block + 4 * n;
+	g->class_pass = pass;
+	g->vnow = 0;
 	for (unsigned i = 0; i < n; i++) {
 		g->class_max_running[i] = max_running[i];
 		g->class_max_waiting[i] = max_waiting[i];
+		unsigned w = weight ? weight[i] : SRD_GATE_WEIGHT_DEFAULT;
+		g->class_weight[i] = w < 1 ? 1 : w > SRD_GATE_WEIGHT_MAX ? SRD_GATE_WEIGHT_MAX : w;
 	}
 	pthread_mutex_unlock(&g->lock);
 	return 0;
@@ -72,12 +83,31 @@ static void count(srd_gate *g, unsigned cls, int running, int waiting)
 	}
 }
 
-/* A slot for class cls: the next turn is the class after it's. */
+/* A class that starts to wait, or takes a free slot at once, starts at
+ * the current virtual time if it fell behind while idle: not running earns
+ * no credit. A class that keeps waiting keeps its place. */
+static void catch_up(srd_gate *g, unsigned cls)
+{
+	if (g->class_pass[cls] < g->vnow)
+		g->class_pass[cls] = g->vnow;
+}
+
+static uint64_t finish_of(const srd_gate *g, unsigned cls)
+{
+	return g->class_pass[cls] + SRD_GATE_STRIDE / g->class_weight[cls];
+}
+
+/* A slot for class cls: its virtual time moves on by its stride, and the
+ * next tie goes to the class after it. */
 static void take_slot(srd_gate *g, unsigned cls)
 {
 	count(g, cls, 1, 0);
-	if (g->n_classes)
+	if (g->n_classes) {
+		uint64_t start = g->class_pass[cls];
+		g->class_pass[cls] = finish_of(g, cls);
+		g->vnow = start > g->vnow ? start : g->vnow;
 		g->next_class = (cls + 1) % g->n_classes;
+	}
 }
 
 static void unqueue(srd_gate *g, struct srd_waiter *w)
@@ -93,17 +123,23 @@ static void unqueue(srd_gate *g, struct srd_waiter *w)
 		}
 }
 
-/* The waiter a free slot goes to: of the classes that may run, the first
- * in turn from next_class; within a class, the oldest. */
+/* The waiter a free slot goes to: of the classes that may run, the one
+ * with the lowest virtual finish time, ties to the first in turn from
+ * next_class; within a class, the oldest. */
 static struct srd_waiter *next_waiter(const srd_gate *g)
 {
 	struct srd_waiter *best = NULL;
 	unsigned n = g->n_classes ? g->n_classes : 1, best_turn = n;
+	uint64_t best_finish = UINT64_MAX;
 	for (struct srd_waiter *w = g->first; w; w = w->next) {
+		if (!may_run(g, w->cls))
+			continue;
 		unsigned turn = (w->cls + n - g->next_class % n) % n;
-		if (turn < best_turn && may_run(g, w->cls)) {
+		uint64_t finish = g->n_classes ? finish_of(g, w->cls) : 0;
+		if (finish < best_finish || (finish == best_finish && turn < best_turn)) {
 			best = w;
 			best_turn = turn;
+			best_finish = finish;
 		}
 	}
 	return best;
@@ -147,6 +183,8 @@ srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(voi
 	if (g->closed) {
 		rc = SRD_GATE_CLOSED;
 	} else if (may_run(g, cls)) {
+		if (g->n_classes)
+			catch_up(g, cls);
 		take_slot(g, cls);
 	} else if (g->n_classes && g->class_waiting[cls] >= g->class_max_waiting[cls]) {
 		rc = SRD_GATE_CLASS_FULL;
@@ -154,6 +192,8 @@ srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(voi
 		rc = SRD_GATE_FULL;
 	} else {
 		struct srd_waiter w = { .cls = cls };
+		if (g->n_classes && !g->class_waiting[cls])
+			catch_up(g, cls);
 		*(g->last ? &g->last->next : &g->first) = &w;
 		g->last = &w;
 		count(g, cls, 0, 1);

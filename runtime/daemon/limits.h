@@ -1,6 +1,10 @@
 /* The run gate: at most max_running runs at once, at most max_waiting
  * more waiting in a FIFO queue, the rest turned away (429). Closing it
- * (drain) turns away the waiters and every later caller (503). */
+ * (drain) turns away the waiters and every later caller (503). With
+ * classes (tenants) the free slots are handed out by weighted fair
+ * queueing: each class has a virtual time that a slot moves on by
+ * SRD_GATE_STRIDE / weight, and the class that would finish its next slot
+ * first (the lowest virtual finish time) goes next. */
 #ifndef SRD_LIMITS_H
 #define SRD_LIMITS_H
 
@@ -21,7 +25,15 @@ typedef struct srd_gate {
 	 * free slots handed to the classes in turn. None: one class. */
 	unsigned n_classes, next_class;
 	unsigned *class_max_running, *class_max_waiting, *class_running, *class_waiting;
+	unsigned *class_weight;
+	uint64_t *class_pass; /* virtual finish time of the class's last slot */
+	uint64_t vnow;        /* virtual start time of the last slot handed out */
 } srd_gate;
+
+/* Virtual time a slot costs a class of weight 1 (weights 1..10000). */
+#define SRD_GATE_STRIDE         1000000000ull
+#define SRD_GATE_WEIGHT_MAX     10000u
+#define SRD_GATE_WEIGHT_DEFAULT 100u
 
 typedef enum srd_gate_result {
 	SRD_GATE_OK = 0,
@@ -40,11 +52,15 @@ srd_gate_result srd_gate_enter(srd_gate *g);
 srd_gate_result srd_gate_enter_until(srd_gate *g, bool (*gone)(void *arg), void *arg);
 void srd_gate_leave(srd_gate *g);
 /* n classes, class i running at most max_running[i] with max_waiting[i]
- * more queued. A free slot goes to the next class in turn that has a
- * waiter it may admit (round robin), so one class's queue cannot hold back
- * another's runs. -1: out of memory. */
+ * more queued and weight[i] (1..SRD_GATE_WEIGHT_MAX; NULL: all equal). A
+ * free slot goes to the class with a waiter it may admit whose next slot
+ * has the lowest virtual finish time (ties: the next in turn after the
+ * last class served), so one class's queue cannot hold back another's
+ * runs, and of two backlogged classes one of weight 2w gets twice the
+ * slots of one of weight w. A class that was idle starts at the current
+ * virtual time: idling earns no credit. -1: out of memory. */
 int srd_gate_set_classes(srd_gate *g, unsigned n, const unsigned *max_running,
-			 const unsigned *max_waiting);
+			 const unsigned *max_waiting, const unsigned *weight);
 /* srd_gate_enter_until for a run of class cls (< n; 0 without classes);
  * on SRD_GATE_OK the caller must srd_gate_leave_class with the same cls. */
 srd_gate_result srd_gate_enter_class(srd_gate *g, unsigned cls, bool (*gone)(void *arg), void *arg);

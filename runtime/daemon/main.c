@@ -278,12 +278,13 @@ static int gate_tenants(srd_gate *g, const srd_tenants *ts)
 {
 	if (!ts->from_file)
 		return 0;
-	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX];
+	unsigned running[SRD_TENANTS_MAX], waiting[SRD_TENANTS_MAX], weight[SRD_TENANTS_MAX];
 	for (size_t i = 0; i < ts->n; i++) {
 		running[i] = (unsigned)ts->t[i].max_runs;
 		waiting[i] = (unsigned)ts->t[i].queue_depth;
+		weight[i] = ts->t[i].weight;
 	}
-	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting);
+	return srd_gate_set_classes(g, (unsigned)ts->n, running, waiting, weight);
 }
 
 static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t size)
@@ -342,7 +343,9 @@ int main(int argc, char **argv)
 				    sizeof msg);
 		if (n > 0)
 			cleanup_stale("start-up");
-		rc = n < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
+		/* After the clean-up, which removes a previous instance's. */
+		rc = n < 0 ? -1 : srd_tenants_make_cgroups(&ctx.tenants, msg, sizeof msg);
+		rc = rc < 0 ? -1 : srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg);
 		/* After the clean-up: it would end the zygotes. */
 		rc = rc < 0
 			 ? -1
@@ -356,6 +359,7 @@ int main(int argc, char **argv)
 		} else if (n > 0) {
 			srd_listen_unlink(ls, n);
 			srd_listen_close(ls, n);
+			cleanup_stale("start-up failed"); /* the tenants' groups */
 		}
 	} else if (rc == 0) {
 		rc = -1;

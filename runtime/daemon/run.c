@@ -181,6 +181,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		.on_output = o->on_output,
 		.on_output_arg = o->on_output_arg,
 		.language = o->language,
+		.cgroup_share = srd_tenant_cgroup(peer->tenant),
 	};
 	uint64_t t0 = srd_now_ms();
 	if (srd_run_enter_gate(ctx, peer, e) != SRD_GATE_OK) {

@@ -179,7 +179,8 @@ void srd_session_kernel_options(srd_ctx *ctx, srd_session *ss, sr_kernel_options
 	*ko = (sr_kernel_options){ .policy = ss->policy,
 				   .rootfs_dir = ctx->cfg->rootfs_dir,
 				   .workspace = ss->ws,
-				   .deps_layer = sr_deps_layer_path(ss->layer) };
+				   .deps_layer = sr_deps_layer_path(ss->layer),
+				   .cgroup_share = srd_tenant_cgroup(ss->tenant) };
 }
 
 void srd_sessions_close(srd_sessions *s)
@@ -537,7 +538,8 @@ static int ensure_kernel(srd_ctx *ctx, srd_session *ss, sr_language language, sr
 				 .rootfs_dir = ctx->cfg->rootfs_dir,
 				 .workspace = ss->ws,
 				 .deps_layer = sr_deps_layer_path(ss->layer),
-				 .language = language };
+				 .language = language,
+				 .cgroup_share = srd_tenant_cgroup(ss->tenant) };
 	sr_kernel *k = NULL;
 	sigset_t old;
 	srd_unmask_signals(&old);

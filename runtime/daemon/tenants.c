@@ -216,6 +216,22 @@ static int parse_quotas(struct parse *ps, const cJSON *v, const char *path, srd_
 	return 0;
 }
 
+/* Its share of the run slots and of the CPU (docs/tenants.md): a whole
+ * number, as cgroup v2's cpu.weight is. */
+static int parse_weight(struct parse *ps, const cJSON *v, const char *path, srd_tenant *t)
+{
+	double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	if (d < 1 || d > SRD_TENANT_WEIGHT_MAX || d != floor(d)) {
+		char *text = cJSON_PrintUnformatted(v);
+		bad(ps, path, "%.40s is not a whole number from 1 to %u", text ? text : "?",
+		    SRD_TENANT_WEIGHT_MAX);
+		free(text);
+		return -1;
+	}
+	t->weight = (unsigned)d;
+	return 0;
+}
+
 static bool name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -244,10 +260,12 @@ static int parse_field(struct parse *ps, const cJSON *it, const char *sub, srd_t
 		return parse_strings(ps, it, sub, &t->ceiling, &t->n_ceiling);
 	if (strcmp(k, "quotas") == 0)
 		return parse_quotas(ps, it, sub, t);
+	if (strcmp(k, "weight") == 0)
+		return parse_weight(ps, it, sub, t);
 	if (strcmp(k, "comment") == 0)
 		return 0;
 	return bad(ps, sub,
-		   "unknown key (known: name, tokens, uids, gids, policies, quotas, "
+		   "unknown key (known: name, tokens, uids, gids, policies, quotas, weight, "
 		   "checker_ceiling, comment)");
 }
 
@@ -270,6 +288,7 @@ static int parse_tenant(struct parse *ps, const cJSON *v, size_t i, srd_tenant *
 		return bad(ps, path, "must be an object");
 	quotas_from_config(t, ps->cfg);
 	t->max_runs = ps->default_runs;
+	t->weight = SRD_TENANT_WEIGHT_DEFAULT;
 	t->index = (unsigned)i;
 	t->in_file = true;
 	for (const cJSON *it = v->child; it; it = it->next) {
@@ -379,6 +398,7 @@ int srd_tenants_load(const srd_config *cfg, srd_tenants *out, char *msg, size_t 
 			return snprintf(msg, size, "tenants: out of memory"), -1;
 		out->n = 1;
 		snprintf(out->t->name, sizeof out->t->name, "default");
+		out->t->weight = SRD_TENANT_WEIGHT_DEFAULT;
 		quotas_from_config(out->t, cfg);
 		return 0;
 	}
@@ -505,4 +525,24 @@ int srd_tenant_check_allow(const srd_tenant *t, const sr_policy *p, const char *
 				name, allow[i], t->name);
 	}
 	return 0;
+}
+
+int srd_tenants_make_cgroups(srd_tenants *ts, char *msg, size_t size)
+{
+	for (size_t i = 0; ts->from_file && i < ts->n; i++) {
+		srd_tenant *t = &ts->t[i];
+		char name[sizeof t->cgroup];
+		snprintf(name, sizeof name, "tenant-%s", t->name);
+		sr_error err = { 0 };
+		if (sr_cgroup_share_create(name, t->weight, &err) < 0)
+			return snprintf(msg, size, "tenant \"%s\"'s cgroup: %s", t->name, err.msg),
+			       -1;
+		memcpy(t->cgroup, name, sizeof name);
+	}
+	return 0;
+}
+
+const char *srd_tenant_cgroup(const srd_tenant *t)
+{
+	return t && t->cgroup[0] ? t->cgroup : NULL;
 }

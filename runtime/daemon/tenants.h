@@ -19,6 +19,9 @@
 #include "sha256.h"
 
 #define SRD_TENANTS_MAX 256
+/* A tenant's weight: its share of run slots and CPU against the others'. */
+#define SRD_TENANT_WEIGHT_DEFAULT 100u
+#define SRD_TENANT_WEIGHT_MAX     10000u
 
 typedef struct srd_tenant {
 	char name[64];
@@ -35,6 +38,8 @@ typedef struct srd_tenant {
 	char **ceiling; /* what a request's allow may hold; NULL: anything */
 	size_t n_ceiling;
 	uint64_t max_runs, queue_depth, max_sessions, session_max_age_ms, max_file_bytes;
+	unsigned weight; /* 1..SRD_TENANT_WEIGHT_MAX */
+	char cgroup[72]; /* its share group ("tenant-NAME"), "" when none */
 } srd_tenant;
 
 typedef struct srd_tenants {
@@ -58,6 +63,12 @@ const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global
 				       const srd_peer *peer, bool need_token,
 				       const char *authorization, unsigned *status,
 				       const char **why);
+/* With a tenants file: a cgroup share per tenant (sr_cgroup_share_create,
+ * "tenant-NAME" with the tenant's weight) that its runs, warm runs and
+ * sessions' kernels are made in. Nothing without one. -1 with msg. */
+int srd_tenants_make_cgroups(srd_tenants *ts, char *msg, size_t size);
+/* The tenant's share group for sr_run_request.cgroup_share, or NULL. */
+const char *srd_tenant_cgroup(const srd_tenant *t);
 /* 403 naming the policy when the tenant may not use it. */
 int srd_tenant_check_policy(const srd_tenant *t, const char *policy, srd_ferr *e);
 /* 400 naming field[i] when allow[i] is beyond the tenant's ceiling and

@@ -298,6 +298,10 @@ typedef struct sr_run_request {
 	/* The code's language (0: Python). A profile without its
 	 * interpreter refuses the run (ENOENT, naming both). */
 	sr_language language;
+	/* A share group made by sr_cgroup_share_create: the run's cgroup is
+	 * made below it, so its CPU weight holds for the run. NULL: below
+	 * saferun's own parent group, as every run's. */
+	const char *cgroup_share;
 } sr_run_request;
 
 #define SR_DEPS_CACHE_DIR   "/var/cache/saferun/deps"
@@ -595,6 +599,7 @@ typedef struct sr_kernel_options {
 	 * (E2B's sandboxes); the caller freezes it when it wants
 	 * (sr_kernel_freeze). false: frozen between runs (above). */
 	bool keep_running;
+	const char *cgroup_share; /* as sr_run_request's; NULL: none */
 } sr_kernel_options;
 
 SR_PUBLIC int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err);
@@ -690,11 +695,22 @@ SR_PUBLIC const sr_check_rule *sr_check_rules(size_t *n);
 SR_PUBLIC char *sr_info_json(const char *rootfs_dir);
 /* Remove what a previous saferun in this cgroup left behind after a crash:
  * kill every process in each group below saferun's parent group(s)
- * (<own cgroup>/saferun/<id> in each hierarchy) and remove the groups.
+ * (<own cgroup>/saferun/<id> and <own cgroup>/saferun/<share>/<id> in each
+ * hierarchy) and remove the groups and the shares.
  * Only for a process that is the one saferun in its cgroup (saferund):
  * it would end the runs of any other. Returns the number of groups
  * removed, or < 0 (err says which group could not be removed). */
 SR_PUBLIC int sr_cleanup_stale(sr_error *err);
+/* A share group for the runs of one client of a daemon (a tenant):
+ * <own cgroup>/saferun/<name> in each hierarchy, with a CPU weight (v2
+ * cpu.weight = weight; v1 cpu.shares = weight * 1024 / 100), so that the
+ * runs made below it (sr_run_request.cgroup_share) together get the CPU
+ * that weight gives against the other shares and runs. name: 1 to 80 of
+ * A-Z a-z 0-9 _ . -, not starting with "sr-"; weight 1 to
+ * SR_CGROUP_WEIGHT_MAX. An existing share is kept and its weight written
+ * again. sr_cleanup_stale removes shares with the groups in them. */
+#define SR_CGROUP_WEIGHT_MAX 10000u
+SR_PUBLIC int sr_cgroup_share_create(const char *name, unsigned weight, sr_error *err);
 /* What egress runs changed on the host, undone when no sandbox veth is
  * left (docs/network.md): the host table (inet saferun) and the uplinks'
  * forwarding recorded in /run/saferun/egress.forwarding. Returns the

@@ -15,7 +15,10 @@ sleeps (each with a 3 s timeout, so a row ends in minutes). Rows:
 - two tenants, flood may take every slot: a tenants file (slots handed
   out in turn), the flood tenant's max_concurrent_runs set to all of them;
 - two tenants (defaults): slots in turn, and each tenant at most
-  max_concurrent_runs - 1 runs at once.
+  max_concurrent_runs - 1 runs at once; each tenant's sandboxes in its
+  own cgroup, both of weight 100;
+- two tenants, benign weight 400: the same, the benign tenant's cgroup
+  (and its turns at the slots) weighing four times the flood's.
 
 Prints a markdown table of the benign client's p50 and p99 and their ratio
 to the unloaded p99."""
@@ -114,7 +117,8 @@ def main():
             row("one tenant (FIFO, as before tenants)", [{"name": "all", "tokens": [BENIGN, FLOOD]}],
                 True, a),
             row("two tenants, flood may take every slot (slots in turn)", greedy, True, a),
-            row("two tenants (defaults)", two, True, a)]
+            row("two tenants (defaults)", two, True, a),
+            row("two tenants, benign weight 400", [dict(two[0], weight=400), two[1]], True, a)]
     base = rows[0][2]
     print(f"{os.cpu_count()} CPUs, max_concurrent_runs {os.cpu_count()}, "
           f"{a.requests} print(1) requests per row, profile {a.profile}\n")

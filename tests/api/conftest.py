@@ -182,13 +182,15 @@ class Daemon:
         return self.proc.returncode if self.proc else None
 
     def leftover_groups(self):
-        left = []
-        for d in self.cgroups:
-            parent = os.path.join(d, "saferun")
-            if os.path.isdir(parent):
-                left += [os.path.join(parent, e) for e in os.listdir(parent)
-                         if os.path.isdir(os.path.join(parent, e))]
-        return left
+        """Its sandbox groups (saferun/sr-*, and saferun/SHARE/sr-* in its
+        tenants' groups), per hierarchy; not the tenants' groups themselves."""
+        return [g for d in self.cgroups for g in sub_groups(os.path.join(d, "saferun"))
+                if os.path.basename(g).startswith("sr-")]
+
+    def share_groups(self):
+        """Its tenants' groups (saferun/tenant-*), per hierarchy."""
+        return [g for d in self.cgroups for g in sub_groups(os.path.join(d, "saferun"))
+                if os.path.basename(g).startswith("tenant-")]
 
     def only_pools_left(self, timeout=10):
         """Nothing of this daemon's runs and sessions is left: its groups are its warm
@@ -229,14 +231,27 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def sub_groups(parent):
+    """The groups below parent, two levels deep (a tenant's group and the
+    sandbox groups in it), the deeper first."""
+    out = []
+    if os.path.isdir(parent):
+        for e in sorted(os.listdir(parent), reverse=True):
+            g = os.path.join(parent, e)
+            if os.path.isdir(g):
+                out += [os.path.join(g, s) for s in sorted(os.listdir(g), reverse=True)
+                        if s.startswith("sr-") and os.path.isdir(os.path.join(g, s))]
+                out.append(g)
+    return out
+
+
 def remove_cgroups(cgroups):
-    """Kill what runs in these test cgroups (and their saferun/ANY groups),
-    then remove them all."""
+    """Kill what runs in these test cgroups (and their saferun/ANY and
+    saferun/TENANT/ANY groups), then remove them all."""
     for c in cgroups:
         parent = os.path.join(c, "saferun")
-        if os.path.isdir(parent):
-            for e in sorted(os.listdir(parent), reverse=True):
-                kill_group(os.path.join(parent, e))
+        for g in sub_groups(parent):
+            kill_group(g)
         for path in (parent, c):
             for _ in range(100):
                 try:

@@ -5,6 +5,7 @@ relax the checker only within its ceiling."""
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -70,6 +71,12 @@ def refuses_start(d):
     ([{"name": "a", "uids": [5], "policies": ["nope"]}],
      "tenants[0].policies[0]: no policy \"nope\""),
     ([], "tenants: is empty"),
+    ([{"name": "a", "uids": [5], "weight": 0}],
+     "tenants[0].weight: 0 is not a whole number from 1 to 10000"),
+    ([{"name": "a", "uids": [5], "weight": "heavy"}],
+     'tenants[0].weight: "heavy" is not a whole number from 1 to 10000'),
+    ([{"name": "a", "uids": [5], "weight": 10001}],
+     "tenants[0].weight: 10001 is not a whole number from 1 to 10000"),
 ])
 def test_a_bad_tenants_file_stops_the_start_naming_the_path(make_daemon, tenants, message):
     d = tenants_daemon(make_daemon, tenants, start=False, tcp=False)
@@ -380,3 +387,69 @@ def test_digest_tokens_of_every_padding_length_authenticate(make_daemon):
         assert Tcp(d, t)("POST", "/v1/run", json={"code": "print(1)"}).status_code == 200
         assert d.lines("run")[-1]["peer"]["tenant"] == f"n{len(t)}"
     assert Tcp(d, "t" * 57)("GET", "/v1/health").status_code == 401
+
+
+def cpu_weight(d, share):
+    """The tenant group's CPU weight knob and value, from the hierarchy that
+    has it: v2's cpu.weight as it is, v1's cpu.shares as a weight."""
+    for c in d.cgroups:
+        for knob in ("cpu.weight", "cpu.shares"):
+            path = os.path.join(c, "saferun", share, knob)
+            if os.path.exists(path):
+                with open(path) as f:
+                    return knob, int(f.read())
+    return None
+
+
+def busy_groups(d, share):
+    """Names of the groups below a tenant's group that hold processes."""
+    out = set()
+    for c in d.cgroups:
+        g = os.path.join(c, "saferun", share)
+        for e in os.listdir(g) if os.path.isdir(g) else []:
+            try:
+                with open(os.path.join(g, e, "cgroup.procs")) as f:
+                    if f.read().split():
+                        out.add(e)
+            except OSError:
+                pass
+    return out
+
+
+def test_each_tenant_s_sandboxes_sit_in_its_weighted_cgroup(make_daemon):
+    """a (weight 300) and b (default 100) each get a cgroup with that CPU
+    weight; a's cold run and b's warm run, at the same time, are each in
+    their tenant's group; a session's kernel is in its tenant's; after a
+    crash the next daemon keeps the groups (and ends what was in them), and
+    a stopped daemon leaves none."""
+    d = tenants_daemon(make_daemon, [
+        {"name": "a", "tokens": [TOKEN_A], "uids": [0], "weight": 300},
+        {"name": "b", "tokens": [TOKEN_B]}], "--max-runs", "2")
+    knob, _ = cpu_weight(d, "tenant-a")
+    want = {"cpu.weight": (300, 100), "cpu.shares": (3072, 1024)}[knob]
+    assert (cpu_weight(d, "tenant-a")[1], cpu_weight(d, "tenant-b")[1]) == want
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    assert wait_for(lambda: health(d)["warm"][0]["zygote_up"], timeout=30)
+    sleep = {"code": "import time; time.sleep(1.5); print('done')"}
+    got = {}
+    threads = in_threads([
+        lambda: got.setdefault("a", a("POST", "/v1/run", json=dict(sleep, policy="host"))),
+        lambda: got.setdefault("b", b("POST", "/v1/run", json=sleep))])
+    assert wait_for(lambda: busy_groups(d, "tenant-a") and busy_groups(d, "tenant-b"),
+                    timeout=30)
+    seen = busy_groups(d, "tenant-a"), busy_groups(d, "tenant-b")
+    for t in threads:
+        t.join(timeout=60)
+    ra, rb = got["a"].json(), got["b"].json()
+    assert (ra["output"], ra["path"], rb["output"], rb["path"]) == ("done\n", "cold", "done\n", "warm"), \
+        json.dumps(d.get("/v1/health").json()["warm"])
+    assert seen == ({ra["id"]}, {rb["id"]}), seen
+    sid = a("POST", "/v1/sessions", json={"policy": "host", "stateful": True}).json()["session_id"]
+    assert a("POST", f"/v1/sessions/{sid}/run", json={"code": "x = 1"}).json()["status"] == "ok"
+    assert len(busy_groups(d, "tenant-a")) == 1 and busy_groups(d, "tenant-b") == set()
+    d.stop(signal.SIGKILL)  # a crash: the kernel and the groups stay behind
+    assert len(busy_groups(d, "tenant-a")) == 1
+    d.start()
+    assert busy_groups(d, "tenant-a") == set() and cpu_weight(d, "tenant-a")[1] == want[0]
+    assert d.stop() == 0
+    assert d.share_groups() == [] and d.leftover_groups() == []

@@ -26,6 +26,7 @@
  * comes to it and the kernel reaps it: no zombie holds a pids slot.
  *
  * usage: cgroup_driver kill [PIDS [CPU_MILLIS]]   (pids.max 48, 0.1 CPU)
+ *        cgroup_driver share WEIGHT   (share_main, below)
  * Prints one JSON object with what it found; test_cgroup.py checks it. Exit 0
  * unless the set-up itself failed (exit 1, the reason on stderr). Whatever
  * happens, it kills what it started and removes the group before exiting. */
@@ -350,10 +351,104 @@ static int count_distinct(const int *v, int n)
 	return c;
 }
 
+/* Does /proc/PID/cgroup put pid's CPU hierarchy (v2: the one line) in
+ * the group at path (".../saferun/SHARE/ID")? */
+static bool cpu_line_has(pid_t pid, bool v2, const char *path)
+{
+	char file[64], line[1024];
+	snprintf(file, sizeof file, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(file, "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		bool cpu = v2 && c1 == line + 1 && line[0] == '0'; /* "0::PATH" */
+		for (char *save, *t = v2 ? NULL : strtok_r(c1 + 1, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save))
+			cpu = cpu || strcmp(t, "cpu") == 0;
+		found = cpu && strstr(c2 + 1, path) != NULL;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* cgroup_driver share WEIGHT: a share group (sr_cgroup_share_create), made
+ * twice (the second keeps it), with a sandbox group in it holding a child.
+ * Prints one JSON line: the CPU weight knob and its value, whether the
+ * child's CPU hierarchy is that group, whether the share outlived the
+ * sandbox group, and whether bad names and weights were refused (EINVAL).
+ * Then it removes the share. */
+static int share_main(unsigned weight)
+{
+	char name[64], id[64], path[192];
+	snprintf(name, sizeof name, "srtest-share-%d", (int)getpid());
+	snprintf(id, sizeof id, "sr-share-%d", (int)getpid());
+	snprintf(path, sizeof path, "/saferun/%s/%s\n", name, id);
+	sr_error err = { 0 }, bad_name = { 0 }, bad_weight = { 0 };
+	sr_cgroup_share_create("sr-x", 100, &bad_name);
+	sr_cgroup_share_create(name, 0, &bad_weight);
+	sr_limits lim = {
+		.wall_ms = 20000, .cpu_millis = 100, .memory_bytes = 64u << 20, .pids = 8
+	};
+	sr_cgroup *cg = NULL;
+	if (sr_cgroup_share_create(name, weight, &err) ||
+	    sr_cgroup_share_create(name, weight, &err) ||
+	    sr_cgroup_create(name, id, &lim, &cg, &err)) {
+		fprintf(stderr, "share: %s\n", err.msg);
+		return 1;
+	}
+	sr_cgroup_mode mode = sr_cgroup_get_mode(cg);
+	bool v2 = mode == SR_CGROUP_V2;
+	char *cpu = sr_cgroup_own_dir(mode, "cpu"), knob[PATH_MAX], value[32] = "0";
+	snprintf(knob, sizeof knob, "%s/saferun/%s/%s", cpu ? cpu : "?", name,
+		 v2 ? "cpu.weight" : "cpu.shares");
+	FILE *f = fopen(knob, "re");
+	if (!f || !fgets(value, sizeof value, f))
+		snprintf(value, sizeof value, "0");
+	if (f)
+		fclose(f);
+	value[strcspn(value, "\n")] = '\0';
+	pid_t child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	bool in_group =
+	    child > 0 && sr_cgroup_attach(cg, child, &err) == 0 && cpu_line_has(child, v2, path);
+	sr_cgroup_destroy(cg, NULL); /* kills the child */
+	struct stat st;
+	*strrchr(knob, '/') = '\0';
+	bool kept = stat(knob, &st) == 0;
+	const char *ctl[] = { "memory", "cpu", "cpuacct", "pids", "freezer" };
+	for (size_t i = 0; i < (v2 ? 1 : 5); i++) {
+		char *own = sr_cgroup_own_dir(mode, ctl[i]), dir[PATH_MAX];
+		if (!own)
+			continue;
+		snprintf(dir, sizeof dir, "%s/saferun/%s", own, name);
+		rmdir(dir);
+		*strrchr(dir, '/') = '\0';
+		rmdir(dir); /* fails while other runs use it */
+		free(own);
+	}
+	printf("{\"mode\": \"%s\", \"knob\": \"%s\", \"value\": %s, \"in_group\": %s, "
+	       "\"share_kept\": %s, \"share_removed\": %s, \"bad_name\": %d, "
+	       "\"bad_weight\": %d}\n",
+	       sr_cgroup_mode_name(mode), v2 ? "cpu.weight" : "cpu.shares", value,
+	       in_group ? "true" : "false", kept ? "true" : "false",
+	       stat(knob, &st) < 0 ? "true" : "false", bad_name.errnum, bad_weight.errnum);
+	free(cpu);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "share") == 0)
+		return share_main((unsigned)atoi(argv[2]));
 	if (argc < 2 || argc > 4 || strcmp(argv[1], "kill") != 0) {
-		fprintf(stderr, "usage: cgroup_driver kill [PIDS [CPU_MILLIS]]\n");
+		fprintf(stderr, "usage: cgroup_driver kill [PIDS [CPU_MILLIS]] | share WEIGHT\n");
 		return 2;
 	}
 	snprintf(prefix, sizeof prefix, "sg%05d-", (int)(getpid() % 100000));
@@ -377,7 +472,7 @@ int main(int argc, char **argv)
 			  .pids = argc > 2 ? (uint32_t)atoi(argv[2]) : 48 };
 	sr_cgroup *cg = NULL;
 	sr_error err = { 0 };
-	if (sr_cgroup_create(id, &lim, &cg, &err)) {
+	if (sr_cgroup_create(NULL, id, &lim, &cg, &err)) {
 		fprintf(stderr, "create: %s\n", err.msg);
 		return 1;
 	}

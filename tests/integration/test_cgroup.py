@@ -4,6 +4,7 @@ the group kill itself (cgroup_driver.c).
 The same file runs on the host (v1/hybrid here) and in the VM tier (v2);
 tests that only mean something on one path say so and skip on the other.
 """
+import errno
 import glob
 import json
 import os
@@ -255,3 +256,18 @@ def test_delegated_cgroup_is_subdivided_from_a_leaf(tmp_path):
         if os.path.isdir(leaf):
             os.rmdir(leaf)
         os.rmdir(base)
+
+
+def test_a_share_group_carries_its_cpu_weight_and_holds_its_groups():
+    """A daemon's tenant group (sr_cgroup_share_create, cgroup_driver.c):
+    v2 cpu.weight is the weight, v1 cpu.shares weight * 1024 / 100; a
+    sandbox group made in it holds its process there; it outlives that
+    group; a name like a sandbox's or a weight of 0 is refused (EINVAL)."""
+    out = subprocess.run([CGROUP_DRIVER, "share", "250"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert (r["knob"], r["value"]) == (("cpu.weight", 250) if r["mode"] == "v2"
+                                       else ("cpu.shares", 2560)), r
+    assert r["in_group"] and r["share_kept"] and r["share_removed"], r
+    assert (r["bad_name"], r["bad_weight"]) == (errno.EINVAL, errno.EINVAL), r

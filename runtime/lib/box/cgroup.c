@@ -31,7 +31,8 @@ struct sr_cgroup {
 	sr_cgroup_mode mode;
 	char *dir[R_COUNT]; /* the sandbox's group per role (NULL: absent) */
 	char *parent[R_COUNT];
-	int fd; /* v2 only */
+	bool in_share; /* parent is a share group (sr_cgroup_share_create): it stays */
+	int fd;        /* v2 only */
 };
 
 struct cg_ops {
@@ -401,7 +402,7 @@ static int v2_delegate(const char *dir, bool may_move_self, sr_error *err)
 	return 0;
 }
 
-static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
+static int make_group(sr_cgroup *cg, int r, const char *share, const char *id, sr_error *err)
 {
 	cleanup_free char *own = sr_cgroup_own_dir(cg->mode, role_controller[r]);
 	if (!own)
@@ -409,11 +410,20 @@ static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 			   ? 0
 			   : sr_fail(err, ENOENT, "find the %s cgroup saferun runs in",
 				     role_controller[r]);
-	if (asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT, own) < 0 ||
+	if (asprintf(&cg->parent[r], "%s/" SR_CGROUP_PARENT "%s%s", own, share ? "/" : "",
+		     share ? share : "") < 0 ||
 	    asprintf(&cg->dir[r], "%s/%s", cg->parent[r], id) < 0)
 		return sr_fail(err, ENOMEM, "cgroup path");
 	if (!first_of_dir(cg, r))
 		return 0;
+	/* A share group is made (and delegated to) once, when its owner
+	 * starts; a missing one is an error, not something to make here with
+	 * no weight. */
+	if (share)
+		return mkdir(cg->dir[r], 0755) == 0
+			   ? 0
+			   : sr_fail(err, errno, "create cgroup %s%s", cg->dir[r],
+				     errno == ENOENT ? " (its share group is gone)" : "");
 	if (cg->mode == SR_CGROUP_V2 && v2_delegate(own, true, err))
 		return -1;
 	/* A concurrent run may remove the empty parent between our mkdirs. */
@@ -437,12 +447,17 @@ static int make_group(sr_cgroup *cg, int r, const char *id, sr_error *err)
 	return sr_fail(err, errno, "create cgroup %s", cg->dir[r]);
 }
 
-int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_error *err)
+int sr_cgroup_create(const char *share, const char *id, const sr_limits *lim, sr_cgroup **out,
+		     sr_error *err)
 {
+	if (share && !sr_cgroup_share_name_ok(share))
+		return sr_refuse(err, EINVAL, "cgroup share \"%.80s\" is not a share's name",
+				 share);
 	sr_cgroup *cg = calloc(1, sizeof *cg);
 	if (!cg)
 		return sr_fail(err, ENOMEM, "allocate cgroup");
 	cg->fd = -1;
+	cg->in_share = share != NULL;
 	cg->mode = sr_cgroup_detect();
 	if (cg->mode == SR_CGROUP_NONE) {
 		free(cg);
@@ -456,7 +471,7 @@ int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_e
 			cg->parent[r] = strdup(cg->parent[0]);
 			continue;
 		}
-		if (make_group(cg, r, id, err))
+		if (make_group(cg, r, share, id, err))
 			goto fail;
 	}
 	if (!cg->dir[R_FREEZER] && cg->mode != SR_CGROUP_V2) {
@@ -607,8 +622,9 @@ int sr_cgroup_destroy(sr_cgroup *cg, sr_error *err)
 		if (first_of_dir(cg, r)) {
 			if (rmdir(cg->dir[r]) < 0 && errno != ENOENT && rc == 0)
 				rc = sr_fail(err, errno, "remove cgroup %s", cg->dir[r]);
-			/* The shared parent goes when the last sandbox leaves it. */
-			if (cg->parent[r])
+			/* The shared parent goes when the last sandbox leaves it;
+			 * a share group stays for its owner's next runs. */
+			if (cg->parent[r] && !cg->in_share)
 				rmdir(cg->parent[r]);
 		}
 	}
@@ -618,6 +634,132 @@ int sr_cgroup_destroy(sr_cgroup *cg, sr_error *err)
 	}
 	free(cg);
 	return rc;
+}
+
+/* Move every process of the group from one dir to another. */
+static int move_procs(const char *from, const char *to, sr_error *err)
+{
+	char path[PATH_MAX], buf[4096];
+	snprintf(path, sizeof path, "%s/cgroup.procs", from);
+	ssize_t n = sr_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return sr_fail(err, (int)-n, "read %s", path);
+	snprintf(path, sizeof path, "%s/cgroup.procs", to);
+	for (char *p = buf, *end; *p; p = end + (*end == '\n')) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		char v[32];
+		snprintf(v, sizeof v, "%ld", pid);
+		int rc = sr_write_file(path, v);
+		if (rc < 0 && rc != -ESRCH)
+			return sr_fail(err, -rc, "move process %ld into %s", pid, to);
+	}
+	return 0;
+}
+
+int sr_cgroup_move_to_share(sr_cgroup **cg, const char *share, const char *id, const sr_limits *lim,
+			    sr_error *err)
+{
+	sr_cgroup *old = *cg, *moved = NULL;
+	if (sr_cgroup_create(share, id, lim, &moved, err))
+		return -1;
+	for (int r = 0; r < R_COUNT; r++)
+		if (first_of_dir(old, r) && moved->dir[r] &&
+		    move_procs(old->dir[r], moved->dir[r], err)) {
+			sr_cgroup_destroy(moved, NULL); /* kills what moved: the caller's
+							   sandbox is spent */
+			return -1;
+		}
+	*cg = moved;
+	sr_cgroup_destroy(old, NULL); /* empty now */
+	return 0;
+}
+
+/* ---- share groups: one per tenant of a daemon -------------------------- */
+
+bool sr_cgroup_share_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 0 && n <= 80 && strncmp(name, "sr-", 3) != 0 && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0 &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+		   n;
+}
+
+/* v1's cpu.shares for a v2 cpu.weight: 100 is the default 1024 of both. */
+static unsigned v1_shares(unsigned weight)
+{
+	unsigned shares = weight * 1024u / 100u;
+	return shares < 2 ? 2 : shares;
+}
+
+/* own/saferun/name in one hierarchy, with its CPU weight. */
+static int make_share(sr_cgroup_mode mode, int r, const char *own, const char *name,
+		      unsigned weight, sr_error *err)
+{
+	char top[PATH_MAX], dir[PATH_MAX], v[32];
+	snprintf(top, sizeof top, "%s/" SR_CGROUP_PARENT, own);
+	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", top, name) >= sizeof dir)
+		return sr_fail(err, ENAMETOOLONG, "cgroup path %s/%s", top, name);
+	bool v2 = mode == SR_CGROUP_V2;
+	if (v2 && v2_delegate(own, true, err))
+		return -1;
+	/* The last sandbox of the top group may remove it between our
+	 * mkdirs: again, a few times. */
+	int tries = 0;
+	for (;; tries++) {
+		if (mkdir(top, 0755) < 0 && errno != EEXIST)
+			return sr_fail(err, errno, "create cgroup %s", top);
+		sr_error e = { 0 };
+		if (v2 && v2_delegate(top, false, &e) && !(e.errnum == ENOENT && tries < 5)) {
+			if (err)
+				*err = e;
+			return -1;
+		}
+		if (e.errnum == 0 && (mkdir(dir, 0755) == 0 || errno == EEXIST))
+			break;
+		if ((e.errnum == 0 && errno != ENOENT) || tries >= 5)
+			return sr_fail(err, e.errnum ? e.errnum : errno, "create cgroup %s", dir);
+	}
+	if (v2) {
+		snprintf(v, sizeof v, "%u", weight);
+		return v2_delegate(dir, false, err) || write_in(dir, "cpu.weight", v, err) ? -1 : 0;
+	}
+	if (r != R_CPU)
+		return 0;
+	snprintf(v, sizeof v, "%u", v1_shares(weight));
+	return write_in(dir, "cpu.shares", v, err);
+}
+
+int sr_cgroup_share_create(const char *name, unsigned weight, sr_error *err)
+{
+	if (!sr_cgroup_share_name_ok(name))
+		return sr_refuse(err, EINVAL,
+				 "cgroup share \"%.80s\": use 1 to 80 of A-Z a-z 0-9 _ . -, "
+				 "not starting with \"sr-\"",
+				 name);
+	if (weight < 1 || weight > SR_CGROUP_WEIGHT_MAX)
+		return sr_refuse(err, EINVAL, "cgroup share \"%s\": weight %u is not from 1 to %u",
+				 name, weight, SR_CGROUP_WEIGHT_MAX);
+	sr_cgroup_mode mode = sr_cgroup_detect();
+	if (mode == SR_CGROUP_NONE)
+		return sr_refuse(
+		    err, ENOENT,
+		    "no cgroup hierarchy is mounted (mount cgroup2 on /sys/fs/cgroup)");
+	for (int r = 0; r < R_COUNT; r++) {
+		cleanup_free char *own = sr_cgroup_own_dir(mode, role_controller[r]);
+		if (!own && (r == R_FREEZER || r == R_CPUACCT))
+			continue;
+		if (!own)
+			return sr_fail(err, ENOENT, "find the %s cgroup saferun runs in",
+				       role_controller[r]);
+		if (make_share(mode, r, own, name, weight, err))
+			return -1;
+		if (mode == SR_CGROUP_V2)
+			break; /* one hierarchy */
+	}
+	return 0;
 }
 
 /* ---- leftovers of a previous instance ------------------------------------- */
@@ -670,22 +812,31 @@ static int list_groups(const char *parent, char ***names, size_t *n)
 	return rc;
 }
 
-/* Kill and remove every group below one parent dir; returns how many. */
-static int cleanup_parent(sr_cgroup_mode mode, const char *parent, sr_error *err)
+/* Kill and remove every group below parent/sub ("" or a share's name),
+ * the groups in a share before the share; returns how many sandbox groups
+ * (shares are not leftovers: their owner makes them again). */
+static int cleanup_parent(sr_cgroup_mode mode, const char *parent, const char *sub, sr_error *err)
 {
-	char **names = NULL;
+	char **names = NULL, dir[PATH_MAX], rel[PATH_MAX];
 	size_t n = 0;
-	int rc = list_groups(parent, &names, &n), removed = 0;
+	snprintf(dir, sizeof dir, "%s%s%s", parent, *sub ? "/" : "", sub);
+	int rc = list_groups(dir, &names, &n), removed = 0;
 	if (rc < 0)
-		sr_fail(err, -rc, "list stale sandbox groups in %s", parent);
+		sr_fail(err, -rc, "list stale sandbox groups in %s", dir);
 	for (size_t i = 0; i < n; i++) {
-		sr_cgroup *cg = stale_group(mode, names[i]);
+		snprintf(rel, sizeof rel, "%s%s%s", sub, *sub ? "/" : "", names[i]);
+		bool share = !*sub && sr_cgroup_share_name_ok(names[i]);
+		int below = share ? cleanup_parent(mode, parent, names[i], rc < 0 ? NULL : err) : 0;
+		sr_cgroup *cg = stale_group(mode, rel);
+		if (below < 0)
+			rc = -1;
+		removed += below > 0 ? below : 0;
 		if (!cg)
-			rc = sr_fail(err, ENOMEM, "stale sandbox group %s", names[i]);
+			rc = sr_fail(err, ENOMEM, "stale sandbox group %s", rel);
 		else if (sr_cgroup_destroy(cg, rc < 0 ? NULL : err) < 0)
 			rc = -1; /* the first error is the one reported */
 		else
-			removed++;
+			removed += !share;
 		free(names[i]);
 	}
 	free(names);
@@ -701,7 +852,7 @@ int sr_cleanup_stale(sr_error *err)
 		/* Destroying a group removes it from every hierarchy, so the
 		 * later hierarchies list only what is left. */
 		if (own && asprintf(&parent, "%s/" SR_CGROUP_PARENT, own) >= 0) {
-			int n = cleanup_parent(mode, parent, failed ? NULL : err);
+			int n = cleanup_parent(mode, parent, "", failed ? NULL : err);
 			failed |= n < 0;
 			removed += n > 0 ? n : 0;
 		}

@@ -36,8 +36,14 @@ sr_cgroup_mode sr_cgroup_detect(void);
  * "cpu", "pids", ...; any name on v2). Caller frees. NULL if not mounted. */
 char *sr_cgroup_own_dir(sr_cgroup_mode mode, const char *controller);
 
-/* Create the sandbox's group(s) and write its limits. */
-int sr_cgroup_create(const char *id, const sr_limits *lim, sr_cgroup **out, sr_error *err);
+/* Create the sandbox's group(s) and write its limits: <own>/saferun/<id>,
+ * or <own>/saferun/<share>/<id> below a share group (sr_cgroup_share_create)
+ * when share is not NULL. */
+int sr_cgroup_create(const char *share, const char *id, const sr_limits *lim, sr_cgroup **out,
+		     sr_error *err);
+/* Is name one a share group may have ([A-Za-z0-9_.-]{1,80}, not "sr-..."
+ * as sandbox groups are)? */
+bool sr_cgroup_share_name_ok(const char *name);
 sr_cgroup_mode sr_cgroup_get_mode(const sr_cgroup *cg);
 /* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int sr_cgroup_fd(const sr_cgroup *cg);
@@ -54,6 +60,13 @@ int sr_cgroup_attach(sr_cgroup *cg, pid_t pid, sr_error *err);
  * 0 on v2 (CLONE_INTO_CGROUP), unless v2_too: then "cgroup.procs" (the
  * warm path, whose sandboxes are forked by the zygote). */
 int sr_cgroup_open_join_fds(sr_cgroup *cg, int fds[SR_CGROUP_MAX_FDS], bool v2_too, sr_error *err);
+/* A new group below share (named id, with limits lim) that every process
+ * of *cg moves into; the old group is removed and *cg is the new one. A
+ * warm sandbox, made before anyone's run was known, joins the share of
+ * the run it is handed. On failure *cg is unchanged but its processes may
+ * be gone. */
+int sr_cgroup_move_to_share(sr_cgroup **cg, const char *share, const char *id, const sr_limits *lim,
+			    sr_error *err);
 /* Rewrite the limits of an existing group (a warm sandbox made with the
  * policy's limits, handed a run that lowers them). */
 int sr_cgroup_set_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err);

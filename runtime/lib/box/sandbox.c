@@ -723,7 +723,9 @@ int sr_box_prepare(sr_box *b, sr_error *err)
 	if (b->p->net_mode == SR_NET_EGRESS && !b->zygote && sr_egress_plan(b->p, &b->egress, err))
 		return -1;
 	if (prepare(b, err) || (!b->shared_ids && sr_idslot_take(&b->ids, err)) ||
-	    sr_cgroup_create(b->res->id, &b->p->limits, &b->cg, err) || open_pipes(b, err))
+	    sr_cgroup_create(b->req ? b->req->cgroup_share : NULL, b->res->id, &b->p->limits,
+			     &b->cg, err) ||
+	    open_pipes(b, err))
 		return -1;
 	snprintf(b->res->cgroup_mode, sizeof b->res->cgroup_mode, "%s",
 		 sr_cgroup_mode_name(sr_cgroup_get_mode(b->cg)));

@@ -42,7 +42,8 @@ int sr_kernel_start(const sr_kernel_options *o, sr_kernel **out, sr_error *err)
 		return sr_fail(err, ENOMEM, "allocate a kernel");
 	k->start = (sr_run_request){ .policy = o->policy,
 				     .rootfs_dir = o->rootfs_dir,
-				     .language = o->language };
+				     .language = o->language,
+				     .cgroup_share = o->cgroup_share };
 	if (sr_box_check_request(&k->start, err)) {
 		free(k);
 		return -1;

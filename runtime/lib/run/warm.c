@@ -341,7 +341,7 @@ static wbox *spawn(sr_warm *w, sr_error *err)
 		goto fail;
 	}
 	snprintf(x->id, sizeof x->id, "sr-%s", hex);
-	if (sr_cgroup_create(x->id, &w->p->limits, &x->b.cg, err) ||
+	if (sr_cgroup_create(NULL, x->id, &w->p->limits, &x->b.cg, err) ||
 	    (x->b.n_join_fds = sr_cgroup_open_join_fds(x->b.cg, x->b.join_fds, true, err)) < 0)
 		goto fail;
 	if (pipe2(x->b.report, O_CLOEXEC) < 0 || pipe2(x->b.out, O_CLOEXEC) < 0 ||
@@ -842,10 +842,17 @@ static int hand_over(wbox *x, const sr_warm *w, const sr_run_request *req, bool 
 		     sr_error *err)
 {
 	const sr_limits *want = &req->policy->limits, *have = &w->p->limits;
-	if ((want->memory_bytes != have->memory_bytes || want->swap_bytes != have->swap_bytes ||
-	     want->cpu_millis != have->cpu_millis || want->pids != have->pids) &&
-	    sr_cgroup_set_limits(x->b.cg, want, err))
+	if (req->cgroup_share) {
+		/* The run's share (its tenant's CPU weight): the sandbox was
+		 * made before anyone's run was known. */
+		if (sr_cgroup_move_to_share(&x->b.cg, req->cgroup_share, x->id, want, err))
+			return -1;
+	} else if ((want->memory_bytes != have->memory_bytes ||
+		    want->swap_bytes != have->swap_bytes || want->cpu_millis != have->cpu_millis ||
+		    want->pids != have->pids) &&
+		   sr_cgroup_set_limits(x->b.cg, want, err)) {
 		return -1;
+	}
 	char *guard = NULL;
 	if (!req->no_check && req->policy->checker.enabled && !(guard = sr_box_runner_guard(req)))
 		return sr_fail(err, ENOMEM, "the runner's settings");
