@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import ROOTFS_DIR, saferun
+from conftest import ROOTFS_DIR, VM_TIER, saferun
 from wheels import build_wheel
 
 DEPS_WS = "/run/saferun/deps"
@@ -208,10 +208,15 @@ def test_the_layer_is_read_only_to_the_code(place):
     # a cache entry's files are root's, a private layer's those of pip's
     # sandbox (host ids of its own, unmapped in the run's): EACCES comes
     # first either way, and the mount is read-only all the same
-    for cache in (os.path.join(place, "cache"), False):
+    # (in the VM tier only the private layer: one pip install proves pip's
+    # sandbox on cgroup v2, and each is ~15 s of emulated pip)
+    caches = (False,) if VM_TIER else (os.path.join(place, "cache"), False)
+    for cache in caches:
         res = run(policy(place, cache=cache), code, "tinyleaf")
         assert res["status"] == "ok", res
         assert res["stdout"] == "EACCES\nEROFS\nEROFS\n"
+    if VM_TIER:
+        return
     # the cache entry belongs to root and nobody may write it
     entry = os.path.join(place, "cache", cache_entries(place)[0])
     for top, dirs, files in os.walk(entry):
