@@ -2302,6 +2302,46 @@ static sr_policy *policy_new(const char *name)
 	return p;
 }
 
+int sr_policy_schema_defaults(sr_policy **out, sr_error *err)
+{
+	*out = policy_new("schema");
+	return *out ? 0 : sr_fail(err, ENOMEM, "allocate the schema's defaults");
+}
+
+/* The first plain field of f (at path) on which a and b differ. */
+static int compare_fields(const char *path, const struct field *f, const sr_policy *a,
+			  const sr_policy *b, sr_error *err)
+{
+	char sub[PATH_BUF];
+
+	if (f->kind == F_OBJECT) {
+		for (size_t i = 0; i < f->n_sub; i++) {
+			path_key(sub, path, f->sub[i].key);
+			if (compare_fields(sub, &f->sub[i], a, b, err) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (f->kind == F_SPECIAL || f->kind == F_LIST)
+		return 0;
+	if (f->kind == F_STRING) {
+		const char *x = *field_str((sr_policy *)a, f), *y = *field_str((sr_policy *)b, f);
+		if (x == y || (x && y && strcmp(x, y) == 0))
+			return 0;
+		return sr_fail(err, 0, "%s: \"%s\" and \"%s\"", path, x ? x : "(null)",
+			       y ? y : "(null)");
+	}
+	if (field_get(a, f) == field_get(b, f))
+		return 0;
+	return sr_fail(err, 0, "%s: %llu and %llu", path, (unsigned long long)field_get(a, f),
+		       (unsigned long long)field_get(b, f));
+}
+
+int sr_policy_schema_compare(const sr_policy *a, const sr_policy *b, sr_error *err)
+{
+	return compare_fields(document.key, &document, a, b, err);
+}
+
 int sr_policy_default(sr_policy **out, sr_error *err)
 {
 	/* the embedded default is compiled by the unit tests, not on every load */
