@@ -2182,27 +2182,30 @@ static int load_over(const struct ctx *c, const char *text, size_t len, sr_polic
 
 /* ---- public API -------------------------------------------------------------------- */
 
+/* The strings and lists of the schema's tables. */
+static void free_fields(const struct field *f, sr_policy *p)
+{
+	if (f->kind == F_OBJECT)
+		for (size_t i = 0; i < f->n_sub; i++)
+			free_fields(&f->sub[i], p);
+	else if (f->kind == F_STRING)
+		free(*field_str(p, f));
+	else if (f->kind == F_LIST)
+		strv_free(*field_strv(p, f), *field_count(p, f));
+}
+
 void sr_policy_free(sr_policy *p)
 {
 	if (!p)
 		return;
+	free_fields(&document, p);
 	free(p->name);
 	free(p->preset);
-	free(p->profile);
-	free(p->workdir);
-	strv_free(p->writable, p->n_writable);
 	strv_free(p->env, p->n_env);
 	seccomp_free(&p->seccomp);
-	strv_free(p->checker.allow, p->checker.n_allow);
 	strv_free(p->checker.rules_off, p->checker.n_rules_off);
-	strv_free(p->warm.preload, p->warm.n_preload);
 	free(p->warm.warmup);
 	net_policy_free(&p->net);
-	strv_free(p->dependencies.allow, p->dependencies.n_allow);
-	strv_free(p->dependencies.ignore, p->dependencies.n_ignore);
-	free(p->dependencies.wheelhouse);
-	free(p->dependencies.index_url);
-	free(p->dependencies.index_ca);
 	free(p->dependencies.cache_dir);
 	free(p);
 }
@@ -2229,6 +2232,23 @@ static int strv_dup(char ***dst, char *const *src, size_t n)
 	return v ? 0 : -1;
 }
 
+/* Every string and list of the tables replaced by a copy (NULL where
+ * one fails: every copy is tried, so none is left pointing into src). */
+static int dup_fields(const struct field *f, sr_policy *p, const sr_policy *src)
+{
+	int rc = 0;
+
+	if (f->kind == F_OBJECT)
+		for (size_t i = 0; i < f->n_sub; i++)
+			rc |= dup_fields(&f->sub[i], p, src);
+	else if (f->kind == F_STRING)
+		rc = str_dup(field_str(p, f), *field_str((sr_policy *)src, f));
+	else if (f->kind == F_LIST)
+		rc = strv_dup(field_strv(p, f), *field_strv((sr_policy *)src, f),
+			      *field_count((sr_policy *)src, f));
+	return rc;
+}
+
 sr_policy *sr_policy_dup(const sr_policy *src)
 {
 	sr_policy *p = calloc(1, sizeof *p);
@@ -2240,21 +2260,11 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 	p->seccomp.rules = NULL;
 	p->seccomp.n_rules = 0;
 	p->net = (sr_net_policy){ .dns_host = src->net.dns_host };
-	int rc = str_dup(&p->name, src->name) | str_dup(&p->preset, src->preset) |
-		 str_dup(&p->profile, src->profile) | str_dup(&p->workdir, src->workdir) |
-		 strv_dup(&p->writable, src->writable, src->n_writable) |
-		 strv_dup(&p->env, src->env, src->n_env) |
-		 strv_dup(&p->checker.allow, src->checker.allow, src->checker.n_allow) |
+	int rc = dup_fields(&document, p, src) | str_dup(&p->name, src->name) |
+		 str_dup(&p->preset, src->preset) | strv_dup(&p->env, src->env, src->n_env) |
 		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
-		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload) |
-		 str_dup(&p->warm.warmup, src->warm.warmup);
-	const sr_deps_policy *d = &src->dependencies;
-	rc |= strv_dup(&p->dependencies.allow, d->allow, d->n_allow) |
-	      strv_dup(&p->dependencies.ignore, d->ignore, d->n_ignore) |
-	      str_dup(&p->dependencies.wheelhouse, d->wheelhouse) |
-	      str_dup(&p->dependencies.index_url, d->index_url) |
-	      str_dup(&p->dependencies.index_ca, d->index_ca) |
-	      str_dup(&p->dependencies.cache_dir, d->cache_dir);
+		 str_dup(&p->warm.warmup, src->warm.warmup) |
+		 str_dup(&p->dependencies.cache_dir, src->dependencies.cache_dir);
 	if (rc == 0 && src->net.n_allow) {
 		p->net.allow = calloc(src->net.n_allow, sizeof *p->net.allow);
 		rc = p->net.allow ? 0 : -1;
