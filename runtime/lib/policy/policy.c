@@ -58,7 +58,8 @@ struct ctx {
  * the entry names. A new plain key: its table entry, its sr_policy field,
  * its line in docs/policy.md. */
 enum field_kind {
-	F_SPECIAL,       /* hand-written parse and to_json (or only a key, in a key list) */
+	F_SPECIAL,       /* hand-written parse and to_json (or only a key, in a key list);
+			    with AT(member), an integer field that takes def */
 	F_OBJECT,        /* a section: sub's keys, or a hand-written parse after the key check */
 	F_BOOL,          /* true or false */
 	F_ENUM,          /* one of words, stored as its index */
@@ -2054,7 +2055,10 @@ static int field_parse(const struct ctx *c, const char *path, const struct field
 static int set_defaults(const struct field *f, sr_policy *p)
 {
 	switch (f->kind) {
-	case F_SPECIAL:
+	case F_SPECIAL: /* an integer field it names (AT) takes def */
+		if (f->width)
+			field_set(p, f, f->def);
+		return 0;
 	case F_LIST: return 0;
 	case F_OBJECT:
 		for (size_t i = 0; i < f->n_sub; i++)
@@ -2332,7 +2336,7 @@ static int compare_fields(const char *path, const struct field *f, const sr_poli
 		}
 		return 0;
 	}
-	if (f->kind == F_SPECIAL || f->kind == F_LIST)
+	if ((f->kind == F_SPECIAL && !f->width) || f->kind == F_LIST)
 		return 0;
 	if (f->kind == F_STRING) {
 		const char *x = *field_str((sr_policy *)a, f), *y = *field_str((sr_policy *)b, f);
