@@ -39,7 +39,7 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_WARMUP_BYTES (64u << 10)
 #define MAX_MODULE_NAME  100
 #define MAX_DEP_NAMES    1024
-#define MAX_KEYS         16                 /* in one object of the schema */
+#define MAX_KEYS         32                 /* in one object of the schema (dependencies: 11) */
 #define MAX_POOL_SIZE    64                 /* sandboxes kept ready by the warm path */
 #define JSON_MAX_EXACT   9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
@@ -1988,7 +1988,7 @@ static const struct field commands_fields[] = {
 	{ "enabled", F_BOOL, AT(commands_enabled), .def = true },
 };
 
-/* dependencies.cache's default: true (its directory, NULL, is SR_DEPS_CACHE_DIR) */
+/* The document's top level, in the order sections are read and shown. */
 static const struct field document_fields[] = {
 	{ "preset", .parse = parse_preset, .to_json = add_preset },
 	{ "limits", F_OBJECT, SUB(limits_fields) },
