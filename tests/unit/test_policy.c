@@ -8,6 +8,7 @@
 
 #include "base/base.h"
 #include "check.h"
+#include "policy/policy.h"
 #include "saferun.h"
 
 static sr_policy *load(const char *json)
@@ -105,6 +106,38 @@ static void test_default_policy_has_the_documented_values(void)
 	CHECK_INT(p->warm.pool_size, 0);
 	CHECK(p->warm.fallback_cold);
 	sr_policy_free(p);
+}
+
+/* The defaults live in the schema's tables (policy.c); policies/default.json
+ * repeats the plain ones for its readers and adds lists and sections. Both
+ * the shipped file and the built-in default must agree with the tables on
+ * every plain field, and the comparison must see a difference. */
+static void test_default_json_agrees_with_the_schema(void)
+{
+	sr_error err = { 0 };
+	sr_policy *schema = NULL, *builtin = NULL, *file = NULL;
+
+	CHECK_INT(sr_policy_schema_defaults(&schema, &err), 0);
+	CHECK_INT(sr_policy_default(&builtin, &err), 0);
+	CHECK_INT(sr_policy_load_file(POLICIES_DIR "/default.json", &file, &err), 0);
+	if (!schema || !builtin || !file)
+		goto out;
+	err.msg[0] = '\0';
+	CHECK_INT(sr_policy_schema_compare(schema, builtin, &err), 0);
+	CHECK_STR(err.msg, "");
+	CHECK_INT(sr_policy_schema_compare(schema, file, &err), 0);
+	CHECK_STR(err.msg, "");
+	file->warm.refill_eager = true;
+	CHECK_INT(sr_policy_schema_compare(schema, file, &err), -1);
+	CHECK_STR(err.msg, "policy.warm.refill: 0 and 1");
+	free(file->workdir);
+	file->workdir = NULL;
+	CHECK_INT(sr_policy_schema_compare(schema, file, &err), -1);
+	CHECK_STR(err.msg, "policy.filesystem.workdir: \"/work\" and \"(null)\"");
+out:
+	sr_policy_free(schema);
+	sr_policy_free(builtin);
+	sr_policy_free(file);
 }
 
 static void test_empty_document_is_the_default(void)
@@ -1381,6 +1414,7 @@ static void test_dependencies_errors(void)
 int main(void)
 {
 	test_default_policy_has_the_documented_values();
+	test_default_json_agrees_with_the_schema();
 	test_empty_document_is_the_default();
 	test_presets();
 	test_preset_then_limits_whatever_the_key_order();

@@ -39,6 +39,7 @@ extern const size_t sr_embedded_default_policy_len;
 #define MAX_WARMUP_BYTES (64u << 10)
 #define MAX_MODULE_NAME  100
 #define MAX_DEP_NAMES    1024
+#define MAX_KEYS         32                 /* in one object of the schema (dependencies: 11) */
 #define MAX_POOL_SIZE    64                 /* sandboxes kept ready by the warm path */
 #define JSON_MAX_EXACT   9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
@@ -49,34 +50,60 @@ struct ctx {
 	int compile; /* compile a seccomp section to prove libseccomp takes it */
 };
 
-enum lim_kind { LIM_DURATION, LIM_CPUS, LIM_SIZE, LIM_COUNT };
+/* The schema: every key of every section is one entry of a table below
+ * ("the tables"), which drives the unknown-key check, the parsing and
+ * range checks of plain values, the built-in defaults and the JSON form.
+ * Values of a shape of their own (lists with entry checks, objects of
+ * free keys, seccomp rules) have hand-written parse and to_json functions
+ * the entry names. A new plain key: its table entry, its sr_policy field,
+ * its line in docs/policy.md. */
+enum field_kind {
+	F_SPECIAL,       /* hand-written parse and to_json (or only a key, in a key list);
+			    with AT(member), an integer field that takes def */
+	F_OBJECT,        /* a section: sub's keys, or a hand-written parse after the key check */
+	F_BOOL,          /* true or false */
+	F_ENUM,          /* one of words, stored as its index */
+	F_STRING,        /* checked by check; nullable: null in JSON is NULL */
+	F_LIST,          /* an array of at most max strings, each checked by entry */
+	F_DURATION,      /* ms: 20, "20s", "500ms"; JSON out: seconds */
+	F_CPUS,          /* thousandths of a CPU: 1, 0.5; JSON out: CPUs */
+	F_SIZE,          /* bytes: "512M", 1048576; JSON out: bytes */
+	F_COUNT,         /* a whole number min..max */
+	F_UINT,          /* a whole number 0..max; below min: what */
+	F_SIZE_TEXT,     /* bytes, "is out of range" messages; JSON out: "512M" */
+	F_DURATION_TEXT, /* ms, "is out of range" messages; JSON out: "120s" */
+};
 
-struct lim_spec {
+struct field;
+
+/* Checks one entry of a list of strings, given the entries before it. */
+typedef int (*entry_check)(const struct ctx *c, const char *path, const cJSON *v,
+			   char *const *before, size_t n_before);
+
+struct field {
 	const char *key;
-	enum lim_kind kind;
-	size_t off;   /* of the field in sr_limits */
-	size_t width; /* its size: 4 or 8 bytes */
-	uint64_t min, max;
+	enum field_kind kind;
+	size_t off, width;      /* where the value lands in sr_policy, and its size */
+	size_t off_n;           /* F_LIST: the size_t count next to the char ** */
+	uint64_t min, max, def; /* in the field's unit: ms, bytes, 1/1000 CPU, a count;
+				   F_LIST: max entries; F_BOOL, F_ENUM: def is 0/1, an index */
+	const char *def_str;    /* F_STRING's default (NULL: none) */
+	const char *words[3];   /* F_ENUM's words, by value */
+	const char *what;       /* F_ENUM: not a word; F_UINT: below min; F_LIST: the type */
+	bool nullable;          /* F_STRING: null is a value (NULL), shown as null */
+	int (*check)(const struct ctx *c, const char *path, const cJSON *v); /* F_STRING */
+	entry_check entry;                                                   /* F_LIST */
+	int (*parse)(const struct ctx *c, const struct field *f, const char *path, const cJSON *v,
+		     sr_policy *p);
+	int (*to_json)(cJSON *parent, const struct field *f, const sr_policy *p);
+	/* runs once the field is read (present in the document or not) */
+	int (*after)(const struct ctx *c, const struct field *f, sr_policy *p);
+	const struct field *sub; /* F_OBJECT: its keys */
+	size_t n_sub;
 };
 
-#define LIM(key, kind, field, min, max)                                                          \
-	{                                                                                        \
-		key, kind, offsetof(sr_limits, field), sizeof(((sr_limits *)0)->field), min, max \
-	}
-
-static const struct lim_spec lim_specs[] = {
-	LIM("wall_time", LIM_DURATION, wall_ms, 10, 24ULL * 3600 * 1000),
-	/* cgroup cpu.max takes at least 1 ms of CPU per 100 ms period */
-	LIM("cpus", LIM_CPUS, cpu_millis, 10, 1024000),
-	LIM("memory", LIM_SIZE, memory_bytes, 16 * MIB, TIB),
-	LIM("swap", LIM_SIZE, swap_bytes, 0, TIB),
-	LIM("pids", LIM_COUNT, pids, 1, 1000000),
-	LIM("tmpfs", LIM_SIZE, tmpfs_bytes, MIB, TIB),
-	/* the supervisor holds each stream in memory */
-	LIM("output", LIM_SIZE, output_bytes, KIB, GIB),
-	LIM("open_files", LIM_COUNT, open_files, 16, 1048576),
-};
-#define N_LIMITS (sizeof lim_specs / sizeof lim_specs[0])
+#define AT(member) .off = offsetof(sr_policy, member), .width = sizeof(((sr_policy *)0)->member)
+#define SUB(table) .sub = table, .n_sub = ARRAY_LEN(table)
 
 static const struct preset {
 	const char *name;
@@ -349,31 +376,50 @@ int sr_parse_duration(const char *s, uint64_t *out_ms)
 	return -1;
 }
 
-/* ---- limits -------------------------------------------------------------------- */
+/* ---- plain values ------------------------------------------------------------- */
 
-static uint64_t limit_get(const sr_limits *l, const struct lim_spec *s)
+static uint64_t field_get(const sr_policy *p, const struct field *f)
 {
-	const char *f = (const char *)l + s->off;
+	const char *at = (const char *)p + f->off;
+	uint8_t v8;
 	uint32_t v32;
 	uint64_t v64;
 
-	if (s->width == sizeof v32) {
-		memcpy(&v32, f, sizeof v32);
-		return v32;
+	switch (f->width) {
+	case sizeof v8: memcpy(&v8, at, sizeof v8); return v8;
+	case sizeof v32: memcpy(&v32, at, sizeof v32); return v32;
+	default: memcpy(&v64, at, sizeof v64); return v64;
 	}
-	memcpy(&v64, f, sizeof v64);
-	return v64;
 }
 
-static void limit_set(sr_limits *l, const struct lim_spec *s, uint64_t v)
+/* v is range-checked against f->max (or is a bool or a word's index) */
+static void field_set(sr_policy *p, const struct field *f, uint64_t v)
 {
-	char *f = (char *)l + s->off;
-	uint32_t v32 = (uint32_t)v; /* range-checked against s->max first */
+	char *at = (char *)p + f->off;
+	uint8_t v8 = (uint8_t)v;
+	uint32_t v32 = (uint32_t)v;
 
-	if (s->width == sizeof v32)
-		memcpy(f, &v32, sizeof v32);
-	else
-		memcpy(f, &v, sizeof v);
+	switch (f->width) {
+	case sizeof v8: memcpy(at, &v8, sizeof v8); break;
+	case sizeof v32: memcpy(at, &v32, sizeof v32); break;
+	default: memcpy(at, &v, sizeof v); break;
+	}
+}
+
+static char **field_str(sr_policy *p, const struct field *f)
+{
+	return (char **)(void *)((char *)p + f->off);
+}
+
+/* F_LIST: the strings and their count */
+static char ***field_strv(sr_policy *p, const struct field *f)
+{
+	return (char ***)(void *)((char *)p + f->off);
+}
+
+static size_t *field_count(sr_policy *p, const struct field *f)
+{
+	return (size_t *)(void *)((char *)p + f->off_n);
 }
 
 static void fmt_size(uint64_t v, char *buf, size_t n)
@@ -390,11 +436,13 @@ static void fmt_size(uint64_t v, char *buf, size_t n)
 	snprintf(buf, n, "%llu", (unsigned long long)v);
 }
 
-static void fmt_limit(const struct lim_spec *s, uint64_t v, char *buf, size_t n)
+static void fmt_value(enum field_kind kind, uint64_t v, char *buf, size_t n)
 {
-	switch (s->kind) {
-	case LIM_SIZE: fmt_size(v, buf, n); break;
-	case LIM_DURATION:
+	switch (kind) {
+	case F_SIZE:
+	case F_SIZE_TEXT: fmt_size(v, buf, n); break;
+	case F_DURATION:
+	case F_DURATION_TEXT:
 		if (v % 3600000 == 0)
 			snprintf(buf, n, "%lluh", (unsigned long long)(v / 3600000));
 		else if (v % 1000 == 0)
@@ -402,8 +450,8 @@ static void fmt_limit(const struct lim_spec *s, uint64_t v, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%llums", (unsigned long long)v);
 		break;
-	case LIM_CPUS: snprintf(buf, n, "%g", (double)v / 1000.0); break;
-	case LIM_COUNT: snprintf(buf, n, "%llu", (unsigned long long)v); break;
+	case F_CPUS: snprintf(buf, n, "%g", (double)v / 1000.0); break;
+	default: snprintf(buf, n, "%llu", (unsigned long long)v); break;
 	}
 }
 
@@ -413,20 +461,20 @@ static uint64_t round_u64(double x)
 }
 
 static const char *const lim_expect[] = {
-	[LIM_DURATION] = "is not a duration (use 20, 20s, 500ms or 2m)",
-	[LIM_CPUS] = "is not a number of CPUs (use 1 or 0.5)",
-	[LIM_SIZE] = "is not a size (use 512M, 1G, or bytes)",
-	[LIM_COUNT] = "is not a whole number",
+	[F_DURATION] = "is not a duration (use 20, 20s, 500ms or 2m)",
+	[F_CPUS] = "is not a number of CPUs (use 1 or 0.5)",
+	[F_SIZE] = "is not a size (use 512M, 1G, or bytes)",
+	[F_COUNT] = "is not a whole number",
 };
 
 /* A JSON number: seconds, CPUs, bytes or a count. Negative values come
  * back as -1 and fail the range check as "too small". */
-static int limit_number(const struct lim_spec *s, double x, uint64_t *out, int *negative)
+static int limit_number(const struct field *f, double x, uint64_t *out, int *negative)
 {
-	*negative = x < 0 || (s->kind == LIM_CPUS && x == 0);
+	*negative = x < 0 || (f->kind == F_CPUS && x == 0);
 	if (*negative)
 		return 0;
-	if (s->kind == LIM_DURATION || s->kind == LIM_CPUS) {
+	if (f->kind == F_DURATION || f->kind == F_CPUS) {
 		*out = round_u64(x * 1000.0);
 		return 0;
 	}
@@ -436,26 +484,27 @@ static int limit_number(const struct lim_spec *s, double x, uint64_t *out, int *
 	return 0;
 }
 
-static int limit_value(const struct ctx *c, const char *path, const struct lim_spec *s,
-		       const cJSON *v, uint64_t *out)
+/* F_DURATION, F_CPUS, F_SIZE, F_COUNT: what policy.limits holds. */
+static int limit_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		       uint64_t *out)
 {
 	char bound[32];
 	int negative = 0, rc = -1;
 
 	if (cJSON_IsNumber(v) && isfinite(v->valuedouble))
-		rc = limit_number(s, v->valuedouble, out, &negative);
-	else if (cJSON_IsString(v) && s->kind == LIM_SIZE)
+		rc = limit_number(f, v->valuedouble, out, &negative);
+	else if (cJSON_IsString(v) && f->kind == F_SIZE)
 		rc = sr_parse_size(v->valuestring, out);
-	else if (cJSON_IsString(v) && s->kind == LIM_DURATION)
+	else if (cJSON_IsString(v) && f->kind == F_DURATION)
 		rc = sr_parse_duration(v->valuestring, out);
 	if (rc < 0)
-		return bad_value(c, path, v, "%s", lim_expect[s->kind]);
-	if (negative || *out < s->min) {
-		fmt_limit(s, s->min, bound, sizeof bound);
+		return bad_value(c, path, v, "%s", lim_expect[f->kind]);
+	if (negative || *out < f->min) {
+		fmt_value(f->kind, f->min, bound, sizeof bound);
 		return bad_value(c, path, v, "is too small (at least %s)", bound);
 	}
-	if (*out > s->max) {
-		fmt_limit(s, s->max, bound, sizeof bound);
+	if (*out > f->max) {
+		fmt_value(f->kind, f->max, bound, sizeof bound);
 		return bad_value(c, path, v, "is too large (at most %s)", bound);
 	}
 	return 0;
@@ -463,25 +512,27 @@ static int limit_value(const struct ctx *c, const char *path, const struct lim_s
 
 /* ---- generic object walking -------------------------------------------------- */
 
-/* v must be an object whose keys are all in known (NULL-terminated), each
- * once. "comment" keys, where known, must be strings and are ignored. */
+/* v must be an object whose keys are all in known or "comment", each
+ * once. "comment" keys must be strings and are ignored. */
 static int check_keys(const struct ctx *c, const char *path, const cJSON *v,
-		      const char *const *known)
+		      const struct field *known, size_t n_fields)
 {
 	char sub[PATH_BUF], list[256];
+	const char *names[MAX_KEYS + 1];
 	size_t n_known = 0;
 
 	if (!cJSON_IsObject(v))
 		return bad_type(c, path, v, "an object");
-	while (known[n_known])
-		n_known++;
+	for (size_t i = 0; i < n_fields && n_known < MAX_KEYS; i++)
+		names[n_known++] = known[i].key;
+	names[n_known++] = "comment";
 	for (const cJSON *k = v->child; k; k = k->next) {
 		size_t i = 0;
-		while (i < n_known && strcmp(known[i], k->string) != 0)
+		while (i < n_known && strcmp(names[i], k->string) != 0)
 			i++;
 		path_key(sub, path, k->string);
 		if (i == n_known) {
-			join_names(list, sizeof list, known, n_known);
+			join_names(list, sizeof list, names, n_known);
 			return bad(c, sub, "unknown key (known: %s)", list);
 		}
 		for (const cJSON *j = v->child; j != k; j = j->next)
@@ -510,10 +561,6 @@ static int get_bool(const struct ctx *c, const char *path, const cJSON *v, bool 
 	*out = cJSON_IsTrue(v);
 	return 0;
 }
-
-/* Checks one entry of a list of strings, given the entries before it. */
-typedef int (*entry_check)(const struct ctx *c, const char *path, const cJSON *v,
-			   char *const *before, size_t n_before);
 
 static int listed_before(const struct ctx *c, const char *path, const cJSON *v, char *const *before,
 			 size_t n_before)
@@ -593,38 +640,126 @@ static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64
 	return 0;
 }
 
-/* ---- sections ------------------------------------------------------------------ */
-
-static int parse_limits(const struct ctx *c, const cJSON *obj, sr_limits *l)
+/* F_SIZE_TEXT: bytes, min..max. */
+static int size_text_value(const struct ctx *c, const char *path, const struct field *f,
+			   const cJSON *v, uint64_t *out)
 {
-	static const char *const keys[] = { "wall_time", "cpus",   "memory",     "swap",    "pids",
-					    "tmpfs",     "output", "open_files", "comment", NULL };
-	char path[PATH_BUF];
-	uint64_t v;
+	char lo[32], hi[32];
+	uint64_t x;
 
-	if (check_keys(c, "policy.limits", obj, keys) < 0)
-		return -1;
-	for (size_t i = 0; i < N_LIMITS; i++) {
-		const cJSON *item = get(obj, lim_specs[i].key);
-		if (!item)
-			continue;
-		path_key(path, "policy.limits", lim_specs[i].key);
-		if (limit_value(c, path, &lim_specs[i], item, &v) < 0)
-			return -1;
-		limit_set(l, &lim_specs[i], v);
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= JSON_MAX_EXACT &&
+	    v->valuedouble == floor(v->valuedouble))
+		x = (uint64_t)v->valuedouble;
+	else if (!cJSON_IsString(v) || sr_parse_size(v->valuestring, &x) < 0)
+		return bad_value(c, path, v, "is not a size (use 512M, 1G, or bytes)");
+	if (x < f->min || x > f->max) {
+		fmt_size(f->min, lo, sizeof lo);
+		fmt_size(f->max, hi, sizeof hi);
+		return bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
 	}
+	*out = x;
 	return 0;
 }
 
-static int parse_preset(const struct ctx *c, const cJSON *v, sr_policy *p)
+/* F_DURATION_TEXT: ms, min..max. */
+static int duration_text_value(const struct ctx *c, const char *path, const struct field *f,
+			       const cJSON *v, uint64_t *out)
 {
-	if (want_string(c, "policy.preset", v) < 0)
+	char lo[32], hi[32];
+	uint64_t ms;
+
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
+		ms = (uint64_t)(v->valuedouble * 1000.0 + 0.5);
+	else if (!cJSON_IsString(v) || sr_parse_duration(v->valuestring, &ms) < 0)
+		return bad_value(c, path, v, "is not a duration (use 120, \"120s\", \"2m\")");
+	if (ms < f->min || ms > f->max) {
+		fmt_value(f->kind, f->min, lo, sizeof lo);
+		fmt_value(f->kind, f->max, hi, sizeof hi);
+		return bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
+	}
+	*out = ms;
+	return 0;
+}
+
+static int enum_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		      uint64_t *out)
+{
+	if (want_string(c, path, v) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(f->words) && f->words[i]; i++)
+		if (strcmp(v->valuestring, f->words[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return bad_value(c, path, v, "%s", f->what);
+}
+
+/* The value of a plain field (bool, word, number, size, duration) at
+ * path, checked against the field's bounds. */
+static int field_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		       uint64_t *out)
+{
+	bool b = false;
+
+	*out = 0;
+	switch (f->kind) {
+	case F_BOOL:
+		if (get_bool(c, path, v, &b) < 0)
+			return -1;
+		*out = b;
+		return 0;
+	case F_ENUM: return enum_value(c, path, f, v, out);
+	case F_DURATION:
+	case F_CPUS:
+	case F_SIZE:
+	case F_COUNT: return limit_value(c, path, f, v, out);
+	case F_UINT:
+		if (get_u64(c, path, v, f->max, 0, out) < 0)
+			return -1;
+		return *out < f->min ? bad_value(c, path, v, "%s", f->what) : 0;
+	case F_SIZE_TEXT: return size_text_value(c, path, f, v, out);
+	case F_DURATION_TEXT: return duration_text_value(c, path, f, v, out);
+	default: return bad(c, path, "has no plain value"); /* a bug in a table */
+	}
+}
+
+/* F_STRING: null (when nullable) or a string check accepts. */
+static int string_value(const struct ctx *c, const char *path, const struct field *f,
+			const cJSON *v, sr_policy *p)
+{
+	char **dst = field_str(p, f);
+
+	if (f->nullable && cJSON_IsNull(v)) {
+		free(*dst);
+		*dst = NULL;
+		return 0;
+	}
+	if ((f->check ? f->check(c, path, v) : want_string(c, path, v)) < 0)
+		return -1;
+	return replace_str(dst, v->valuestring) < 0 ? oom(c) : 0;
+}
+
+/* F_LIST: replaces the list only when every entry passes. */
+static int list_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		      sr_policy *p)
+{
+	return parse_string_list(c, path, v, (int)f->max, f->what, f->entry, field_strv(p, f),
+				 field_count(p, f));
+}
+
+/* ---- fields of their own shape ------------------------------------------------------ */
+
+static int parse_preset(const struct ctx *c, const struct field *f, const char *path,
+			const cJSON *v, sr_policy *p)
+{
+	(void)f;
+	if (want_string(c, path, v) < 0)
 		return -1;
 	const struct preset *ps = find_preset(v->valuestring);
 	if (!ps) {
 		char list[64];
 		preset_names(list, sizeof list);
-		return bad_value(c, "policy.preset", v, "is not a preset (known: %s)", list);
+		return bad_value(c, path, v, "is not a preset (known: %s)", list);
 	}
 	if (replace_str(&p->preset, ps->name) < 0)
 		return oom(c);
@@ -671,13 +806,6 @@ static int check_writable_entry(const struct ctx *c, const char *path, const cJS
 	return listed_before(c, path, v, before, n_before);
 }
 
-static int parse_writable(const struct ctx *c, const cJSON *arr, sr_policy *p)
-{
-	return parse_string_list(c, "policy.filesystem.writable", arr, MAX_WRITABLE,
-				 "an array of absolute paths", check_writable_entry, &p->writable,
-				 &p->n_writable);
-}
-
 static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
 {
 	if (want_string(c, path, v) < 0)
@@ -688,30 +816,6 @@ static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
 		return bad_value(c, path, v,
 				 "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, "
 				 "minimal, datascience)");
-	return 0;
-}
-
-static int parse_filesystem(const struct ctx *c, const cJSON *obj, sr_policy *p)
-{
-	static const char *const keys[] = { "profile", "workdir", "writable", "comment", NULL };
-	const cJSON *v;
-
-	if (check_keys(c, "policy.filesystem", obj, keys) < 0)
-		return -1;
-	if ((v = get(obj, "profile"))) {
-		if (check_profile(c, "policy.filesystem.profile", v) < 0)
-			return -1;
-		if (replace_str(&p->profile, v->valuestring) < 0)
-			return oom(c);
-	}
-	if ((v = get(obj, "workdir"))) {
-		if (check_abs_path(c, "policy.filesystem.workdir", v) < 0)
-			return -1;
-		if (replace_str(&p->workdir, v->valuestring) < 0)
-			return oom(c);
-	}
-	if ((v = get(obj, "writable")) && parse_writable(c, v, p) < 0)
-		return -1;
 	return 0;
 }
 
@@ -811,13 +915,21 @@ static int net_ports(const struct ctx *c, const char *path, const cJSON *v, sr_n
 	return 0;
 }
 
+/* The keys of one policy.network.allow entry (parsed by hand: one of
+ * cidr and host, ports required). */
+static const struct field net_allow_keys[] = {
+	{ .key = "cidr" },
+	{ .key = "host" },
+	{ .key = "ports" },
+	{ .key = "proto" },
+};
+
 static int net_allow_entry(const struct ctx *c, const char *path, const cJSON *obj, sr_net_allow *a)
 {
-	static const char *const keys[] = { "cidr", "host", "ports", "proto", "comment", NULL };
 	char sub[PATH_BUF];
 	const cJSON *cidr = get(obj, "cidr"), *host = get(obj, "host"), *v;
 
-	if (check_keys(c, path, obj, keys) < 0)
+	if (check_keys(c, path, obj, net_allow_keys, ARRAY_LEN(net_allow_keys)) < 0)
 		return -1;
 	if (!cidr == !host)
 		return bad(c, path, "needs exactly one of \"cidr\" and \"host\"");
@@ -896,26 +1008,31 @@ static int net_dns(const struct ctx *c, const cJSON *v, sr_net_policy *n)
 	return 0;
 }
 
-static int parse_network(const struct ctx *c, const cJSON *obj, sr_policy *p)
+static const struct field *sub_field(const struct field *f, const char *key)
 {
-	static const char *const keys[] = { "mode", "allow", "dns", "comment", NULL };
+	for (size_t i = 0; i < f->n_sub; i++)
+		if (strcmp(f->sub[i].key, key) == 0)
+			return &f->sub[i];
+	return NULL;
+}
+
+/* The section as a whole: mode, allow and dns depend on each other. */
+static int parse_network(const struct ctx *c, const struct field *f, const char *path,
+			 const cJSON *obj, sr_policy *p)
+{
+	const struct field *mode_field = sub_field(f, "mode");
+	char sub[PATH_BUF];
 	sr_net_policy n = { 0 };
 	sr_net_mode mode = p->net_mode;
+	uint64_t x;
 	const cJSON *v;
 	int rc = -1;
 
-	if (check_keys(c, "policy.network", obj, keys) < 0)
-		return -1;
+	path_key(sub, path, "mode");
 	if ((v = get(obj, "mode"))) {
-		if (want_string(c, "policy.network.mode", v) < 0)
+		if (field_value(c, sub, mode_field, v, &x) < 0)
 			return -1;
-		if (strcmp(v->valuestring, "none") == 0)
-			mode = SR_NET_NONE;
-		else if (strcmp(v->valuestring, "egress") == 0)
-			mode = SR_NET_EGRESS;
-		else
-			return bad_value(c, "policy.network.mode", v,
-					 "is not a network mode (known: none, egress)");
+		mode = (sr_net_mode)x;
 	}
 	if ((v = get(obj, "allow")) && net_allow(c, v, &n) < 0)
 		goto out;
@@ -976,8 +1093,11 @@ static char *env_entry(const struct ctx *c, const cJSON *it)
 	return kv;
 }
 
-static int parse_env(const struct ctx *c, const cJSON *obj, sr_policy *p)
+/* An object of free keys: each a variable. */
+static int parse_env(const struct ctx *c, const struct field *f, const char *where,
+		     const cJSON *obj, sr_policy *p)
 {
+	(void)f, (void)where;
 	static const char *const base = "policy.environment";
 	int n_items = cJSON_GetArraySize(obj);
 	char **v = NULL;
@@ -1064,15 +1184,29 @@ static int parse_op(const struct ctx *c, const char *path, const cJSON *v, sr_se
 	return bad_value(c, path, v, "is not an operator (known: %s)", list);
 }
 
+/* The keys of one argument comparison of a seccomp rule, and of a rule. */
+static const struct field seccomp_arg_keys[] = {
+	{ .key = "index" },
+	{ .key = "value" },
+	{ .key = "valueTwo" },
+	{ .key = "op" },
+};
+
+static const struct field seccomp_rule_keys[] = {
+	{ .key = "names" },
+	{ .key = "action" },
+	{ .key = "errnoRet" },
+	{ .key = "args" },
+};
+
 static int parse_arg(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_arg *a)
 {
-	static const char *const keys[] = { "index", "value", "valueTwo", "op", "comment", NULL };
 	static const char *const required[] = { "index", "value", "op" };
 	char sub[PATH_BUF];
 	uint64_t index;
 	const cJSON *v;
 
-	if (check_keys(c, path, obj, keys) < 0)
+	if (check_keys(c, path, obj, seccomp_arg_keys, ARRAY_LEN(seccomp_arg_keys)) < 0)
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(required); i++)
 		if (!get(obj, required[i]))
@@ -1145,13 +1279,10 @@ static int parse_names(const struct ctx *c, const char *path, const cJSON *arr, 
 
 static int parse_rule(const struct ctx *c, const char *path, const cJSON *obj, sr_seccomp_rule *r)
 {
-	static const char *const keys[] = {
-		"names", "action", "errnoRet", "args", "comment", NULL
-	};
 	char sub[PATH_BUF];
 	const cJSON *v;
 
-	if (check_keys(c, path, obj, keys) < 0)
+	if (check_keys(c, path, obj, seccomp_rule_keys, ARRAY_LEN(seccomp_rule_keys)) < 0)
 		return -1;
 	if (!get(obj, "names"))
 		return bad(c, path, "missing \"names\"");
@@ -1295,18 +1426,16 @@ static int check_compiles(const struct ctx *c, const sr_seccomp_policy *s)
 	return c->origin && *c->origin ? sr_error_wrap(c->err, "%s", c->origin) : -1;
 }
 
-static int parse_seccomp(const struct ctx *c, const cJSON *obj, sr_policy *p)
+/* The section as a whole: replaced, not merged, and checked together. */
+static int parse_seccomp(const struct ctx *c, const struct field *f, const char *path,
+			 const cJSON *obj, sr_policy *p)
 {
-	static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "syscalls",
-					    "comment", NULL };
 	sr_seccomp_policy s = { 0 };
 	const cJSON *v;
 	int rc = -1;
 
-	if (check_keys(c, "policy.seccomp", obj, keys) < 0)
-		return -1;
-	if (parse_action(c, "policy.seccomp", obj, "defaultAction", "defaultErrnoRet",
-			 &s.default_action) < 0)
+	(void)f;
+	if (parse_action(c, path, obj, "defaultAction", "defaultErrnoRet", &s.default_action) < 0)
 		goto out;
 	if ((v = get(obj, "syscalls")) && parse_rules(c, v, &s) < 0)
 		goto out;
@@ -1359,12 +1488,6 @@ static int check_allow_entry(const struct ctx *c, const char *path, const cJSON 
 	return 0;
 }
 
-static int parse_allow(const struct ctx *c, const cJSON *arr, sr_policy *p)
-{
-	return parse_string_list(c, "policy.checker.allow", arr, MAX_ALLOW, "an array of names",
-				 check_allow_entry, &p->checker.allow, &p->checker.n_allow);
-}
-
 /* Turn rule r on or off in the list of rules turned off. */
 static int set_rule(sr_policy *p, int r, int on)
 {
@@ -1391,15 +1514,16 @@ static int set_rule(sr_policy *p, int r, int on)
 	return 0;
 }
 
-static int parse_rule_switches(const struct ctx *c, const cJSON *obj, sr_policy *p)
+static int parse_rule_switches(const struct ctx *c, const struct field *f, const char *base,
+			       const cJSON *obj, sr_policy *p)
 {
 	char path[PATH_BUF], list[256];
 
+	(void)f;
 	if (!cJSON_IsObject(obj))
-		return bad_type(c, "policy.checker.rules", obj,
-				"an object of rule ids and true/false");
+		return bad_type(c, base, obj, "an object of rule ids and true/false");
 	for (const cJSON *k = obj->child; k; k = k->next) {
-		path_key(path, "policy.checker.rules", k->string);
+		path_key(path, base, k->string);
 		for (const cJSON *j = obj->child; j != k; j = j->next)
 			if (strcmp(j->string, k->string) == 0)
 				return bad(c, path, "appears twice");
@@ -1413,32 +1537,6 @@ static int parse_rule_switches(const struct ctx *c, const cJSON *obj, sr_policy 
 		if (set_rule(p, r, cJSON_IsTrue(k)) < 0)
 			return oom(c);
 	}
-	return 0;
-}
-
-static int parse_checker(const struct ctx *c, const cJSON *obj, sr_policy *p)
-{
-	static const char *const keys[] = { "enabled", "allow",   "rules", "timeout",
-					    "memory",  "comment", NULL };
-	static const struct lim_spec timeout = { "timeout", LIM_DURATION, 0, 8, 10, 60000 };
-	static const struct lim_spec memory = { "memory", LIM_SIZE, 0, 8, 16 * MIB, 4 * GIB };
-	const cJSON *v;
-
-	if (check_keys(c, "policy.checker", obj, keys) < 0)
-		return -1;
-	if ((v = get(obj, "enabled")) &&
-	    get_bool(c, "policy.checker.enabled", v, &p->checker.enabled) < 0)
-		return -1;
-	if ((v = get(obj, "allow")) && parse_allow(c, v, p) < 0)
-		return -1;
-	if ((v = get(obj, "rules")) && parse_rule_switches(c, v, p) < 0)
-		return -1;
-	if ((v = get(obj, "timeout")) &&
-	    limit_value(c, "policy.checker.timeout", &timeout, v, &p->checker.timeout_ms) < 0)
-		return -1;
-	if ((v = get(obj, "memory")) &&
-	    limit_value(c, "policy.checker.memory", &memory, v, &p->checker.memory_bytes) < 0)
-		return -1;
 	return 0;
 }
 
@@ -1479,32 +1577,6 @@ static int check_preload_entry(const struct ctx *c, const char *path, const cJSO
 	return listed_before(c, path, v, before, n_before);
 }
 
-/* One of two words: *is_first says which. what: "a fallback (known:
- * cold, error)" for the message. */
-static int parse_either(const struct ctx *c, const char *path, const cJSON *v, const char *first,
-			const char *second, const char *what, bool *is_first)
-{
-	if (want_string(c, path, v) < 0)
-		return -1;
-	if (strcmp(v->valuestring, first) != 0 && strcmp(v->valuestring, second) != 0)
-		return bad_value(c, path, v, "%s", what);
-	*is_first = strcmp(v->valuestring, first) == 0;
-	return 0;
-}
-
-static int parse_commands(const struct ctx *c, const cJSON *obj, sr_policy *p)
-{
-	static const char *const keys[] = { "enabled", "comment", NULL };
-	const cJSON *v;
-
-	if (check_keys(c, "policy.commands", obj, keys) < 0)
-		return -1;
-	if ((v = get(obj, "enabled")) &&
-	    get_bool(c, "policy.commands.enabled", v, &p->commands_enabled) < 0)
-		return -1;
-	return 0;
-}
-
 /* The languages with a warm path, by bit (warm.languages). */
 static const char *const warm_language_names[] = {
 	[SR_LANG_PYTHON] = "python", [SR_LANG_JAVASCRIPT] = "javascript"
@@ -1513,89 +1585,70 @@ static const char *const warm_language_names[] = {
 
 /* "languages": ["python", "javascript"], each once, at least one. Bash
  * has no pool: its start-up is the sandbox's own (docs/languages.md). */
-static int parse_warm_languages(const struct ctx *c, const cJSON *arr, unsigned *out)
+static int parse_warm_languages(const struct ctx *c, const struct field *f, const char *path,
+				const cJSON *arr, sr_policy *p)
 {
-	char path[PATH_BUF];
+	char at[PATH_BUF];
 	unsigned set = 0;
 	size_t i = 0;
 
+	(void)f;
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, "policy.warm.languages", arr,
-				"an array of languages (python, javascript)");
+		return bad_type(c, path, arr, "an array of languages (python, javascript)");
 	for (const cJSON *it = arr->child; it; it = it->next, i++) {
-		path_index(path, "policy.warm.languages", i);
-		if (want_string(c, path, it) < 0)
+		path_index(at, path, i);
+		if (want_string(c, at, it) < 0)
 			return -1;
 		unsigned bit = 0;
 		for (unsigned l = 0; l < N_WARM_LANGUAGES; l++)
 			if (strcmp(it->valuestring, warm_language_names[l]) == 0)
 				bit = 1u << l;
 		if (!bit)
-			return bad_value(c, path, it,
+			return bad_value(c, at, it,
 					 "is not a language with a warm path (known: python, "
 					 "javascript; bash always runs cold)");
 		if (set & bit)
-			return bad_value(c, path, it, "is listed twice");
+			return bad_value(c, at, it, "is listed twice");
 		set |= bit;
 	}
 	if (!set)
 		return bad(
-		    c, "policy.warm.languages",
+		    c, path,
 		    "an empty list: name python, javascript or both (or set enabled to false)");
-	*out = set;
+	p->warm.languages = set;
 	return 0;
 }
 
-static int parse_warm(const struct ctx *c, const cJSON *obj, sr_policy *p)
+static int parse_warmup(const struct ctx *c, const struct field *f, const char *path,
+			const cJSON *v, sr_policy *p)
 {
-	static const char *const keys[] = { "enabled", "languages", "preload",
-					    "warmup",  "pool_size", "fallback",
-					    "refill",  "comment",   NULL };
-	const cJSON *v;
+	(void)f;
+	if (want_string(c, path, v) < 0)
+		return -1;
+	size_t n = strlen(v->valuestring);
+	if (n > MAX_WARMUP_BYTES)
+		return bad(c, path, "%zu bytes, at most %u", n, MAX_WARMUP_BYTES);
+	if (replace_str(&p->warm.warmup, v->valuestring) < 0)
+		return bad(c, path, "out of memory");
+	return 0;
+}
+
+static int parse_pool_size(const struct ctx *c, const struct field *f, const char *path,
+			   const cJSON *v, sr_policy *p)
+{
+	bool is_auto = cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
 	uint64_t pool;
 
-	if (check_keys(c, "policy.warm", obj, keys) < 0)
+	(void)f;
+	if (cJSON_IsString(v) && !is_auto)
+		return bad_value(c, path, v,
+				 "is not a pool size (a whole number from 0 to %d, or "
+				 "\"auto\": sized from the machine)",
+				 MAX_POOL_SIZE);
+	if (!is_auto && get_u64(c, path, v, MAX_POOL_SIZE, 0, &pool) < 0)
 		return -1;
-	if ((v = get(obj, "enabled")) &&
-	    get_bool(c, "policy.warm.enabled", v, &p->warm.enabled) < 0)
-		return -1;
-	if ((v = get(obj, "languages")) && parse_warm_languages(c, v, &p->warm.languages) < 0)
-		return -1;
-	if ((v = get(obj, "preload")) &&
-	    parse_string_list(c, "policy.warm.preload", v, MAX_PRELOAD, "an array of module names",
-			      check_preload_entry, &p->warm.preload, &p->warm.n_preload) < 0)
-		return -1;
-	if ((v = get(obj, "warmup"))) {
-		if (want_string(c, "policy.warm.warmup", v) < 0)
-			return -1;
-		size_t n = strlen(v->valuestring);
-		if (n > MAX_WARMUP_BYTES)
-			return bad(c, "policy.warm.warmup", "%zu bytes, at most %u", n,
-				   MAX_WARMUP_BYTES);
-		if (replace_str(&p->warm.warmup, v->valuestring) < 0)
-			return bad(c, "policy.warm.warmup", "out of memory");
-	}
-	if ((v = get(obj, "pool_size"))) {
-		bool is_auto = cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
-		if (cJSON_IsString(v) && !is_auto)
-			return bad_value(c, "policy.warm.pool_size", v,
-					 "is not a pool size (a whole number from 0 to %d, or "
-					 "\"auto\": sized from the machine)",
-					 MAX_POOL_SIZE);
-		if (!is_auto && get_u64(c, "policy.warm.pool_size", v, MAX_POOL_SIZE, 0, &pool) < 0)
-			return -1;
-		p->warm.pool_size_auto = is_auto;
-		p->warm.pool_size = is_auto ? 0 : (unsigned)pool;
-	}
-	if ((v = get(obj, "fallback")) &&
-	    parse_either(c, "policy.warm.fallback", v, "cold", "error",
-			 "is not a fallback (known: cold, error)", &p->warm.fallback_cold) < 0)
-		return -1;
-	if ((v = get(obj, "refill")) &&
-	    parse_either(c, "policy.warm.refill", v, "eager", "idle",
-			 "is not a refill behaviour (known: idle, eager)",
-			 &p->warm.refill_eager) < 0)
-		return -1;
+	p->warm.pool_size_auto = is_auto;
+	p->warm.pool_size = is_auto ? 0 : (unsigned)pool;
 	return 0;
 }
 
@@ -1618,9 +1671,14 @@ static int check_dep_name(const struct ctx *c, const char *path, const cJSON *v,
 	return listed_before(c, path, v, before, n_before);
 }
 
-/* Names are stored normalised, as requirements are compared. */
-static void normalise_names(char **v, size_t n)
+/* Names are stored normalised, as requirements are compared: after
+ * dependencies.allow and .ignore are read. */
+static int normalise_names(const struct ctx *c, const struct field *f, sr_policy *p)
 {
+	char **v = *field_strv(p, f);
+	size_t n = *field_count(p, f);
+
+	(void)c;
 	for (size_t i = 0; i < n; i++) {
 		char norm[160];
 		sr_error e = { 0 };
@@ -1628,62 +1686,32 @@ static void normalise_names(char **v, size_t n)
 		    sr_deps_check_requirement(v[i], 0, norm, sizeof norm, &e) == 0)
 			snprintf(v[i], strlen(v[i]) + 1, "%s", norm); /* never longer */
 	}
-}
-
-static int get_dep_size(const struct ctx *c, const char *path, const cJSON *v, uint64_t min,
-			uint64_t *out)
-{
-	uint64_t x;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= JSON_MAX_EXACT &&
-	    v->valuedouble == floor(v->valuedouble))
-		x = (uint64_t)v->valuedouble;
-	else if (!cJSON_IsString(v) || sr_parse_size(v->valuestring, &x) < 0)
-		return bad_value(c, path, v, "is not a size (use 512M, 1G, or bytes)");
-	if (x < min || x > (1ull << 40))
-		return bad_value(c, path, v, "is out of range (%lluM to 1T)",
-				 (unsigned long long)(min >> 20));
-	*out = x;
 	return 0;
 }
 
-static int get_dep_duration(const struct ctx *c, const char *path, const cJSON *v, uint64_t *out)
+/* true, false, or a directory (which means true) */
+static int parse_dep_cache(const struct ctx *c, const struct field *f, const char *path,
+			   const cJSON *v, sr_policy *p)
 {
-	uint64_t ms;
-	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
-		ms = (uint64_t)(v->valuedouble * 1000.0 + 0.5);
-	else if (!cJSON_IsString(v) || sr_parse_duration(v->valuestring, &ms) < 0)
-		return bad_value(c, path, v, "is not a duration (use 120, \"120s\", \"2m\")");
-	if (ms < 1000 || ms > 3600 * 1000)
-		return bad_value(c, path, v, "is out of range (1s to 1h)");
-	*out = ms;
-	return 0;
-}
+	sr_deps_policy *d = &p->dependencies;
 
-static int parse_dep_cache(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
-{
+	(void)f;
 	if (cJSON_IsBool(v)) {
 		d->cache = cJSON_IsTrue(v);
 		return 0;
 	}
 	if (!cJSON_IsString(v))
-		return bad_type(c, "policy.dependencies.cache", v,
-				"true, false or an absolute path");
-	if (check_abs_path(c, "policy.dependencies.cache", v) < 0)
+		return bad_type(c, path, v, "true, false or an absolute path");
+	if (check_abs_path(c, path, v) < 0)
 		return -1;
 	if (strcmp(v->valuestring, "/") == 0)
-		return bad_value(c, "policy.dependencies.cache", v, "cannot be /");
+		return bad_value(c, path, v, "cannot be /");
 	d->cache = true;
 	return replace_str(&d->cache_dir, v->valuestring) < 0 ? oom(c) : 0;
 }
 
-static int parse_index_url(const struct ctx *c, const cJSON *v, sr_deps_policy *d)
+static int check_index_url(const struct ctx *c, const char *path, const cJSON *v)
 {
-	static const char *const path = "policy.dependencies.index_url";
-	if (cJSON_IsNull(v)) {
-		free(d->index_url);
-		d->index_url = NULL;
-		return 0;
-	}
 	if (want_string(c, path, v) < 0)
 		return -1;
 	const char *s = v->valuestring, *why;
@@ -1693,91 +1721,460 @@ static int parse_index_url(const struct ctx *c, const cJSON *v, sr_deps_policy *
 		/* credentials are never echoed back */
 		return strchr(why, '@') ? bad(c, path, "%s", why)
 					: bad_value(c, path, v, "%s", why);
-	return replace_str(&d->index_url, s) < 0 ? oom(c) : 0;
+	return 0;
 }
 
-/* An absolute host path, or null. */
-static int parse_dep_path(const struct ctx *c, const char *path, const cJSON *v, char **out)
+static int check_index_ca(const struct ctx *c, const struct field *f, sr_policy *p)
 {
-	if (cJSON_IsNull(v)) {
-		free(*out);
-		*out = NULL;
-		return 0;
-	}
-	if (check_abs_path(c, path, v) < 0)
-		return -1;
-	return replace_str(out, v->valuestring) < 0 ? oom(c) : 0;
-}
+	const sr_deps_policy *d = &p->dependencies;
 
-static int parse_dependencies(const struct ctx *c, const cJSON *obj, sr_policy *p)
-{
-	static const char *const keys[] = { "allow",
-					    "ignore",
-					    "wheelhouse",
-					    "index_url",
-					    "index_ca",
-					    "auto_detect",
-					    "cache",
-					    "cache_entries",
-					    "install_time",
-					    "install_memory",
-					    "max_size",
-					    "comment",
-					    NULL };
-	sr_deps_policy *d = &p->dependencies;
-	const cJSON *v;
-	uint64_t n;
-
-	if (check_keys(c, "policy.dependencies", obj, keys) < 0)
-		return -1;
-	if ((v = get(obj, "allow")) &&
-	    parse_string_list(c, "policy.dependencies.allow", v, MAX_DEP_NAMES,
-			      "an array of package names (or [\"*\"])", check_dep_name, &d->allow,
-			      &d->n_allow) < 0)
-		return -1;
-	if ((v = get(obj, "ignore")) &&
-	    parse_string_list(c, "policy.dependencies.ignore", v, MAX_DEP_NAMES,
-			      "an array of package names", check_dep_name, &d->ignore,
-			      &d->n_ignore) < 0)
-		return -1;
-	normalise_names(d->allow, d->n_allow);
-	normalise_names(d->ignore, d->n_ignore);
-	if ((v = get(obj, "wheelhouse")) &&
-	    parse_dep_path(c, "policy.dependencies.wheelhouse", v, &d->wheelhouse) < 0)
-		return -1;
-	if ((v = get(obj, "index_url")) && parse_index_url(c, v, d) < 0)
-		return -1;
-	if ((v = get(obj, "index_ca")) &&
-	    parse_dep_path(c, "policy.dependencies.index_ca", v, &d->index_ca) < 0)
-		return -1;
+	(void)f;
 	if (d->index_ca && (!d->index_url || strncmp(d->index_url, "https://", 8) != 0))
 		return bad(c, "policy.dependencies.index_ca",
 			   "needs an https:// policy.dependencies.index_url (it is the CA pip "
 			   "checks that index's certificate with)");
-	if ((v = get(obj, "auto_detect")) &&
-	    get_bool(c, "policy.dependencies.auto_detect", v, &d->auto_detect) < 0)
+	return 0;
+}
+
+/* ---- to JSON: the hand-written parts ------------------------------------------------------------------------ */
+
+static const char *action_name(sr_seccomp_action_kind k)
+{
+	for (size_t i = 0; i < ARRAY_LEN(actions); i++)
+		if (actions[i].kind == k)
+			return actions[i].name;
+	return "SCMP_ACT_KILL_PROCESS";
+}
+
+/* Numbers up to 2^53 as numbers, larger ones as "0x..." strings. */
+static cJSON *u64_json(uint64_t v)
+{
+	char hex[24];
+
+	if ((double)v <= JSON_MAX_EXACT)
+		return cJSON_CreateNumber((double)v);
+	snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
+	return cJSON_CreateString(hex);
+}
+
+static int add_action(cJSON *obj, sr_seccomp_action a, const char *akey, const char *ekey)
+{
+	if (!cJSON_AddStringToObject(obj, akey, action_name(a.kind)))
 		return -1;
-	if ((v = get(obj, "cache")) && parse_dep_cache(c, v, d) < 0)
-		return -1;
-	if ((v = get(obj, "cache_entries"))) {
-		if (get_u64(c, "policy.dependencies.cache_entries", v, 100000, 0, &n) < 0)
-			return -1;
-		if (n == 0)
-			return bad_value(c, "policy.dependencies.cache_entries", v,
-					 "must be at least 1 (set \"cache\": false for no cache)");
-		d->cache_entries = (unsigned)n;
-	}
-	if ((v = get(obj, "install_time")) &&
-	    get_dep_duration(c, "policy.dependencies.install_time", v, &d->install_wall_ms) < 0)
-		return -1;
-	if ((v = get(obj, "install_memory")) &&
-	    get_dep_size(c, "policy.dependencies.install_memory", v, 64 * MIB,
-			 &d->install_memory_bytes) < 0)
-		return -1;
-	if ((v = get(obj, "max_size")) &&
-	    get_dep_size(c, "policy.dependencies.max_size", v, 1 * MIB, &d->max_size_bytes) < 0)
+	if (a.kind == SR_SCMP_ERRNO && !cJSON_AddNumberToObject(obj, ekey, a.errno_ret))
 		return -1;
 	return 0;
+}
+
+static cJSON *arg_json(const sr_seccomp_arg *a)
+{
+	cJSON *o = cJSON_CreateObject();
+	int ok = o && cJSON_AddNumberToObject(o, "index", a->index) &&
+		 cJSON_AddItemToObject(o, "value", u64_json(a->value)) &&
+		 cJSON_AddItemToObject(o, "valueTwo", u64_json(a->value_two)) &&
+		 (unsigned)a->op < ARRAY_LEN(op_names) &&
+		 cJSON_AddStringToObject(o, "op", op_names[a->op]);
+
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *rule_json(const sr_seccomp_rule *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *names = cJSON_AddArrayToObject(o, "names");
+	int ok = names && add_action(o, r->action, "action", "errnoRet") == 0;
+
+	for (size_t i = 0; ok && i < r->n_names; i++)
+		ok = cJSON_AddItemToArray(names, cJSON_CreateString(r->names[i]));
+	cJSON *args = ok && r->n_args ? cJSON_AddArrayToObject(o, "args") : NULL;
+	ok = ok && (r->n_args == 0 || args);
+	for (size_t i = 0; ok && i < r->n_args; i++)
+		ok = cJSON_AddItemToArray(args, arg_json(&r->args[i]));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int add_seccomp(cJSON *root, const struct field *f, const sr_policy *p)
+{
+	const sr_seccomp_policy *s = &p->seccomp;
+	cJSON *o = cJSON_AddObjectToObject(root, f->key);
+	cJSON *rules = NULL;
+
+	if (!o || add_action(o, s->default_action, "defaultAction", "defaultErrnoRet") < 0 ||
+	    !(rules = cJSON_AddArrayToObject(o, "syscalls")))
+		return -1;
+	for (size_t i = 0; i < s->n_rules; i++)
+		if (!cJSON_AddItemToArray(rules, rule_json(&s->rules[i])))
+			return -1;
+	return 0;
+}
+
+static int add_env(cJSON *root, const struct field *f, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, f->key);
+
+	if (!o)
+		return -1;
+	for (size_t i = 0; i < p->n_env; i++) {
+		char *key = strdup(p->env[i]);
+		char *eq = key ? strchr(key, '=') : NULL;
+		int ok = eq != NULL;
+		if (ok) {
+			*eq = '\0';
+			ok = cJSON_AddStringToObject(o, key, eq + 1) != NULL;
+		}
+		free(key);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+static int add_strings(cJSON *o, const char *key, char **v, size_t n);
+
+static cJSON *allow_json(const sr_net_allow *a)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o ||
+	    !cJSON_AddStringToObject(o, a->cidr ? "cidr" : "host", a->cidr ? a->cidr : a->host))
+		goto fail;
+	if (a->n_ports == 0) {
+		if (!cJSON_AddStringToObject(o, "ports", "*"))
+			goto fail;
+	} else {
+		cJSON *ports = cJSON_AddArrayToObject(o, "ports");
+		for (size_t i = 0; ports && i < a->n_ports; i++)
+			if (!cJSON_AddItemToArray(ports, cJSON_CreateNumber(a->ports[i])))
+				goto fail;
+		if (!ports)
+			goto fail;
+	}
+	if (!cJSON_AddStringToObject(o, "proto", a->proto == SR_NET_UDP ? "udp" : "tcp"))
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static int field_json(cJSON *parent, const struct field *f, const sr_policy *p);
+
+/* mode; allow and dns only in egress mode */
+static int add_network(cJSON *root, const struct field *f, const sr_policy *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, f->key);
+	if (!o || field_json(o, sub_field(f, "mode"), p) < 0)
+		return -1;
+	if (p->net_mode != SR_NET_EGRESS)
+		return 0;
+	cJSON *allow = cJSON_AddArrayToObject(o, "allow");
+	for (size_t i = 0; allow && i < p->net.n_allow; i++) {
+		cJSON *a = allow_json(&p->net.allow[i]);
+		if (!a || !cJSON_AddItemToArray(allow, a))
+			return -1;
+	}
+	if (!allow)
+		return -1;
+	if (p->net.n_dns == 0)
+		return cJSON_AddBoolToObject(o, "dns", p->net.dns_host) ? 0 : -1;
+	return add_strings(o, "dns", (char **)p->net.dns, p->net.n_dns);
+}
+
+static int add_strings(cJSON *o, const char *key, char **v, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+
+	for (size_t i = 0; a && i < n; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateString(v[i])))
+			return -1;
+	return a ? 0 : -1;
+}
+
+static int add_rule_switches(cJSON *o, const struct field *f, const sr_policy *p)
+{
+	const struct sr_checker_policy *ck = &p->checker;
+	cJSON *rules = cJSON_AddObjectToObject(o, f->key);
+
+	for (size_t i = 0; rules && i < ck->n_rules_off; i++)
+		if (!cJSON_AddFalseToObject(rules, ck->rules_off[i]))
+			return -1;
+	return rules ? 0 : -1;
+}
+
+static int add_warm_languages(cJSON *o, const struct field *f, const sr_policy *p)
+{
+	cJSON *langs = cJSON_AddArrayToObject(o, f->key);
+
+	for (unsigned l = 0; langs && l < N_WARM_LANGUAGES; l++)
+		if ((p->warm.languages & (1u << l)) &&
+		    !cJSON_AddItemToArray(langs, cJSON_CreateString(warm_language_names[l])))
+			return -1;
+	return langs ? 0 : -1;
+}
+
+static int add_warmup(cJSON *o, const struct field *f, const sr_policy *p)
+{
+	return !p->warm.warmup || cJSON_AddStringToObject(o, f->key, p->warm.warmup) ? 0 : -1;
+}
+
+static int add_pool_size(cJSON *o, const struct field *f, const sr_policy *p)
+{
+	const struct sr_warm_policy *w = &p->warm;
+
+	return (w->pool_size_auto ? cJSON_AddStringToObject(o, f->key, "auto")
+				  : cJSON_AddNumberToObject(o, f->key, w->pool_size))
+		   ? 0
+		   : -1;
+}
+
+static int add_dep_cache(cJSON *o, const struct field *f, const sr_policy *p)
+{
+	const sr_deps_policy *d = &p->dependencies;
+
+	return (d->cache && d->cache_dir ? cJSON_AddStringToObject(o, f->key, d->cache_dir)
+					 : cJSON_AddBoolToObject(o, f->key, d->cache))
+		   ? 0
+		   : -1;
+}
+
+static int add_preset(cJSON *root, const struct field *f, const sr_policy *p)
+{
+	return !p->preset || cJSON_AddStringToObject(root, f->key, p->preset) ? 0 : -1;
+}
+
+/* ---- the tables: one per section, in the order of the keys in messages and JSON ---- */
+
+static const struct field limits_fields[] = {
+	{ "wall_time", F_DURATION, AT(limits.wall_ms), .min = 10, .max = 24ULL * 3600 * 1000,
+	  .def = 20000 },
+	/* cgroup cpu.max takes at least 1 ms of CPU per 100 ms period */
+	{ "cpus", F_CPUS, AT(limits.cpu_millis), .min = 10, .max = 1024000, .def = 1000 },
+	{ "memory", F_SIZE, AT(limits.memory_bytes), .min = 16 * MIB, .max = TIB,
+	  .def = 512 * MIB },
+	{ "swap", F_SIZE, AT(limits.swap_bytes), .min = 0, .max = TIB, .def = 0 },
+	{ "pids", F_COUNT, AT(limits.pids), .min = 1, .max = 1000000, .def = 64 },
+	{ "tmpfs", F_SIZE, AT(limits.tmpfs_bytes), .min = MIB, .max = TIB, .def = 64 * MIB },
+	/* the supervisor holds each stream in memory */
+	{ "output", F_SIZE, AT(limits.output_bytes), .min = KIB, .max = GIB, .def = MIB },
+	{ "open_files", F_COUNT, AT(limits.open_files), .min = 16, .max = 1048576, .def = 256 },
+};
+
+static const struct field filesystem_fields[] = {
+	{ "profile", F_STRING, AT(profile), .def_str = "datascience", .check = check_profile },
+	{ "workdir", F_STRING, AT(workdir), .def_str = "/work", .check = check_abs_path },
+	{ "writable", F_LIST, AT(writable), .off_n = offsetof(sr_policy, n_writable),
+	  .max = MAX_WRITABLE, .what = "an array of absolute paths",
+	  .entry = check_writable_entry },
+};
+
+/* parsed as a whole by parse_network; mode is a plain value */
+static const struct field network_fields[] = {
+	{ "mode", F_ENUM, AT(net_mode), .def = SR_NET_NONE, .words = { "none", "egress" },
+	  .what = "is not a network mode (known: none, egress)" },
+	{ .key = "allow" },
+	{ .key = "dns" },
+};
+
+/* parsed as a whole by parse_seccomp */
+static const struct field seccomp_fields[] = {
+	{ .key = "defaultAction" },
+	{ .key = "defaultErrnoRet" },
+	{ .key = "syscalls" },
+};
+
+static const struct field checker_fields[] = {
+	{ "enabled", F_BOOL, AT(checker.enabled), .def = true },
+	{ "allow", F_LIST, AT(checker.allow), .off_n = offsetof(sr_policy, checker.n_allow),
+	  .max = MAX_ALLOW, .what = "an array of names", .entry = check_allow_entry },
+	{ "rules", .parse = parse_rule_switches, .to_json = add_rule_switches },
+	{ "timeout", F_DURATION, AT(checker.timeout_ms), .min = 10, .max = 60000, .def = 2000 },
+	{ "memory", F_SIZE, AT(checker.memory_bytes), .min = 16 * MIB, .max = 4 * GIB,
+	  .def = 256 * MIB },
+};
+
+static const struct field warm_fields[] = {
+	{ "enabled", F_BOOL, AT(warm.enabled), .def = true },
+	{ "languages", AT(warm.languages), .def = 1u << SR_LANG_PYTHON,
+	  .parse = parse_warm_languages, .to_json = add_warm_languages },
+	{ "preload", F_LIST, AT(warm.preload), .off_n = offsetof(sr_policy, warm.n_preload),
+	  .max = MAX_PRELOAD, .what = "an array of module names", .entry = check_preload_entry },
+	{ "warmup", .parse = parse_warmup, .to_json = add_warmup },
+	{ "pool_size", .parse = parse_pool_size, .to_json = add_pool_size },
+	{ "fallback", F_ENUM, AT(warm.fallback_cold), .def = true, .words = { "error", "cold" },
+	  .what = "is not a fallback (known: cold, error)" },
+	{ "refill", F_ENUM, AT(warm.refill_eager), .def = false, .words = { "idle", "eager" },
+	  .what = "is not a refill behaviour (known: idle, eager)" },
+};
+
+static const struct field dependencies_fields[] = {
+	{ "allow", F_LIST, AT(dependencies.allow),
+	  .off_n = offsetof(sr_policy, dependencies.n_allow), .max = MAX_DEP_NAMES,
+	  .what = "an array of package names (or [\"*\"])", .entry = check_dep_name,
+	  .after = normalise_names },
+	{ "ignore", F_LIST, AT(dependencies.ignore),
+	  .off_n = offsetof(sr_policy, dependencies.n_ignore), .max = MAX_DEP_NAMES,
+	  .what = "an array of package names", .entry = check_dep_name, .after = normalise_names },
+	{ "wheelhouse", F_STRING, AT(dependencies.wheelhouse), .nullable = true,
+	  .check = check_abs_path },
+	{ "index_url", F_STRING, AT(dependencies.index_url), .nullable = true,
+	  .check = check_index_url },
+	{ "index_ca", F_STRING, AT(dependencies.index_ca), .nullable = true,
+	  .check = check_abs_path, .after = check_index_ca },
+	{ "auto_detect", F_BOOL, AT(dependencies.auto_detect), .def = false },
+	{ "cache", .parse = parse_dep_cache, .to_json = add_dep_cache },
+	{ "cache_entries", F_UINT, AT(dependencies.cache_entries), .min = 1, .max = 100000,
+	  .def = 32, .what = "must be at least 1 (set \"cache\": false for no cache)" },
+	{ "install_time", F_DURATION_TEXT, AT(dependencies.install_wall_ms), .min = 1000,
+	  .max = 3600 * 1000, .def = 120 * 1000 },
+	{ "install_memory", F_SIZE_TEXT, AT(dependencies.install_memory_bytes), .min = 64 * MIB,
+	  .max = TIB, .def = 1024 * MIB },
+	{ "max_size", F_SIZE_TEXT, AT(dependencies.max_size_bytes), .min = MIB, .max = TIB,
+	  .def = 512 * MIB },
+};
+
+static const struct field commands_fields[] = {
+	{ "enabled", F_BOOL, AT(commands_enabled), .def = true },
+};
+
+/* The document's top level, in the order sections are read and shown. */
+static const struct field document_fields[] = {
+	{ "preset", .parse = parse_preset, .to_json = add_preset },
+	{ "limits", F_OBJECT, SUB(limits_fields) },
+	{ "filesystem", F_OBJECT, SUB(filesystem_fields) },
+	{ "network", F_OBJECT, SUB(network_fields), .parse = parse_network,
+	  .to_json = add_network },
+	{ "environment", .parse = parse_env, .to_json = add_env },
+	{ "seccomp", F_OBJECT, SUB(seccomp_fields), .parse = parse_seccomp,
+	  .to_json = add_seccomp },
+	{ "checker", F_OBJECT, SUB(checker_fields) },
+	{ "warm", F_OBJECT, SUB(warm_fields) },
+	{ "dependencies", F_OBJECT, SUB(dependencies_fields) },
+	{ "commands", F_OBJECT, SUB(commands_fields) },
+};
+
+static const struct field document = { "policy", F_OBJECT, SUB(document_fields) };
+
+/* ---- the engine: parse, defaults and JSON from the tables ----------------------------- */
+
+static int field_parse(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		       sr_policy *p);
+
+/* obj's keys (checked first), each field in table order, then its after. */
+static int object_parse(const struct ctx *c, const char *path, const struct field *f,
+			const cJSON *obj, sr_policy *p)
+{
+	char sub[PATH_BUF];
+	const cJSON *v;
+
+	if (check_keys(c, path, obj, f->sub, f->n_sub) < 0)
+		return -1;
+	if (f->parse)
+		return f->parse(c, f, path, obj, p);
+	for (size_t i = 0; i < f->n_sub; i++) {
+		path_key(sub, path, f->sub[i].key);
+		if ((v = get(obj, f->sub[i].key)) && field_parse(c, sub, &f->sub[i], v, p) < 0)
+			return -1;
+		if (f->sub[i].after && f->sub[i].after(c, &f->sub[i], p) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int field_parse(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
+		       sr_policy *p)
+{
+	uint64_t x;
+
+	switch (f->kind) {
+	case F_OBJECT: return object_parse(c, path, f, v, p);
+	case F_SPECIAL: return f->parse(c, f, path, v, p);
+	case F_STRING: return string_value(c, path, f, v, p);
+	case F_LIST: return list_value(c, path, f, v, p);
+	default:
+		if (field_value(c, path, f, v, &x) < 0)
+			return -1;
+		field_set(p, f, x);
+		return 0;
+	}
+}
+
+/* The tables' defaults into p (lists and free-form sections have none:
+ * policies/default.json gives them). */
+static int set_defaults(const struct field *f, sr_policy *p)
+{
+	switch (f->kind) {
+	case F_SPECIAL: /* an integer field it names (AT) takes def */
+		if (f->width)
+			field_set(p, f, f->def);
+		return 0;
+	case F_LIST: return 0;
+	case F_OBJECT:
+		for (size_t i = 0; i < f->n_sub; i++)
+			if (set_defaults(&f->sub[i], p) < 0)
+				return -1;
+		return 0;
+	case F_STRING: return f->def_str ? replace_str(field_str(p, f), f->def_str) : 0;
+	default: field_set(p, f, f->def); return 0;
+	}
+}
+
+static cJSON *number_json(const struct field *f, uint64_t v)
+{
+	char buf[64];
+
+	switch (f->kind) {
+	case F_BOOL: return cJSON_CreateBool(v != 0);
+	case F_ENUM:
+		return cJSON_CreateString(v < ARRAY_LEN(f->words) && f->words[v] ? f->words[v]
+										 : "");
+	case F_DURATION:
+	case F_CPUS: return cJSON_CreateNumber((double)v / 1000.0);
+	case F_SIZE_TEXT: fmt_size(v, buf, sizeof buf); return cJSON_CreateString(buf);
+	case F_DURATION_TEXT:
+		snprintf(buf, sizeof buf, "%.3gs", (double)v / 1000.0);
+		return cJSON_CreateString(buf);
+	default: return cJSON_CreateNumber((double)v);
+	}
+}
+
+static int field_json(cJSON *parent, const struct field *f, const sr_policy *p)
+{
+	cJSON *o;
+
+	if (f->to_json)
+		return f->to_json(parent, f, p);
+	switch (f->kind) {
+	case F_OBJECT:
+		if (!(o = cJSON_AddObjectToObject(parent, f->key)))
+			return -1;
+		for (size_t i = 0; i < f->n_sub; i++)
+			if (field_json(o, &f->sub[i], p) < 0)
+				return -1;
+		return 0;
+	case F_SPECIAL: return -1; /* a table entry without to_json */
+	case F_STRING: {
+		const char *s = *field_str((sr_policy *)p, f);
+		if (s)
+			return cJSON_AddStringToObject(parent, f->key, s) ? 0 : -1;
+		return (f->nullable ? cJSON_AddNullToObject(parent, f->key)
+				    : cJSON_AddStringToObject(parent, f->key, ""))
+			   ? 0
+			   : -1;
+	}
+	case F_LIST:
+		return add_strings(parent, f->key, *field_strv((sr_policy *)p, f),
+				   *field_count((sr_policy *)p, f));
+	default:
+		return cJSON_AddItemToObject(parent, f->key, number_json(f, field_get(p, f))) ? 0
+											      : -1;
+	}
 }
 
 /* ---- documents ------------------------------------------------------------------ */
@@ -1823,32 +2220,7 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 {
-	static const char *const keys[] = { "preset",       "limits",   "filesystem", "network",
-					    "environment",  "seccomp",  "checker",    "warm",
-					    "dependencies", "commands", "comment",    NULL };
-	const cJSON *v;
-
-	if (check_keys(c, "policy", root, keys) < 0)
-		return -1;
-	if ((v = get(root, "preset")) && parse_preset(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "limits")) && parse_limits(c, v, &p->limits) < 0)
-		return -1;
-	if ((v = get(root, "filesystem")) && parse_filesystem(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "network")) && parse_network(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "environment")) && parse_env(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "seccomp")) && parse_seccomp(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "checker")) && parse_checker(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "warm")) && parse_warm(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "dependencies")) && parse_dependencies(c, v, p) < 0)
-		return -1;
-	if ((v = get(root, "commands")) && parse_commands(c, v, p) < 0)
+	if (object_parse(c, document.key, &document, root, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
 		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
@@ -1869,27 +2241,30 @@ static int load_over(const struct ctx *c, const char *text, size_t len, sr_polic
 
 /* ---- public API -------------------------------------------------------------------- */
 
+/* The strings and lists of the schema's tables. */
+static void free_fields(const struct field *f, sr_policy *p)
+{
+	if (f->kind == F_OBJECT)
+		for (size_t i = 0; i < f->n_sub; i++)
+			free_fields(&f->sub[i], p);
+	else if (f->kind == F_STRING)
+		free(*field_str(p, f));
+	else if (f->kind == F_LIST)
+		strv_free(*field_strv(p, f), *field_count(p, f));
+}
+
 void sr_policy_free(sr_policy *p)
 {
 	if (!p)
 		return;
+	free_fields(&document, p);
 	free(p->name);
 	free(p->preset);
-	free(p->profile);
-	free(p->workdir);
-	strv_free(p->writable, p->n_writable);
 	strv_free(p->env, p->n_env);
 	seccomp_free(&p->seccomp);
-	strv_free(p->checker.allow, p->checker.n_allow);
 	strv_free(p->checker.rules_off, p->checker.n_rules_off);
-	strv_free(p->warm.preload, p->warm.n_preload);
 	free(p->warm.warmup);
 	net_policy_free(&p->net);
-	strv_free(p->dependencies.allow, p->dependencies.n_allow);
-	strv_free(p->dependencies.ignore, p->dependencies.n_ignore);
-	free(p->dependencies.wheelhouse);
-	free(p->dependencies.index_url);
-	free(p->dependencies.index_ca);
 	free(p->dependencies.cache_dir);
 	free(p);
 }
@@ -1916,6 +2291,23 @@ static int strv_dup(char ***dst, char *const *src, size_t n)
 	return v ? 0 : -1;
 }
 
+/* Every string and list of the tables replaced by a copy (NULL where
+ * one fails: every copy is tried, so none is left pointing into src). */
+static int dup_fields(const struct field *f, sr_policy *p, const sr_policy *src)
+{
+	int rc = 0;
+
+	if (f->kind == F_OBJECT)
+		for (size_t i = 0; i < f->n_sub; i++)
+			rc |= dup_fields(&f->sub[i], p, src);
+	else if (f->kind == F_STRING)
+		rc = str_dup(field_str(p, f), *field_str((sr_policy *)src, f));
+	else if (f->kind == F_LIST)
+		rc = strv_dup(field_strv(p, f), *field_strv((sr_policy *)src, f),
+			      *field_count((sr_policy *)src, f));
+	return rc;
+}
+
 sr_policy *sr_policy_dup(const sr_policy *src)
 {
 	sr_policy *p = calloc(1, sizeof *p);
@@ -1927,21 +2319,11 @@ sr_policy *sr_policy_dup(const sr_policy *src)
 	p->seccomp.rules = NULL;
 	p->seccomp.n_rules = 0;
 	p->net = (sr_net_policy){ .dns_host = src->net.dns_host };
-	int rc = str_dup(&p->name, src->name) | str_dup(&p->preset, src->preset) |
-		 str_dup(&p->profile, src->profile) | str_dup(&p->workdir, src->workdir) |
-		 strv_dup(&p->writable, src->writable, src->n_writable) |
-		 strv_dup(&p->env, src->env, src->n_env) |
-		 strv_dup(&p->checker.allow, src->checker.allow, src->checker.n_allow) |
+	int rc = dup_fields(&document, p, src) | str_dup(&p->name, src->name) |
+		 str_dup(&p->preset, src->preset) | strv_dup(&p->env, src->env, src->n_env) |
 		 strv_dup(&p->checker.rules_off, src->checker.rules_off, src->checker.n_rules_off) |
-		 strv_dup(&p->warm.preload, src->warm.preload, src->warm.n_preload) |
-		 str_dup(&p->warm.warmup, src->warm.warmup);
-	const sr_deps_policy *d = &src->dependencies;
-	rc |= strv_dup(&p->dependencies.allow, d->allow, d->n_allow) |
-	      strv_dup(&p->dependencies.ignore, d->ignore, d->n_ignore) |
-	      str_dup(&p->dependencies.wheelhouse, d->wheelhouse) |
-	      str_dup(&p->dependencies.index_url, d->index_url) |
-	      str_dup(&p->dependencies.index_ca, d->index_ca) |
-	      str_dup(&p->dependencies.cache_dir, d->cache_dir);
+		 str_dup(&p->warm.warmup, src->warm.warmup) |
+		 str_dup(&p->dependencies.cache_dir, src->dependencies.cache_dir);
 	if (rc == 0 && src->net.n_allow) {
 		p->net.allow = calloc(src->net.n_allow, sizeof *p->net.allow);
 		rc = p->net.allow ? 0 : -1;
@@ -1982,21 +2364,51 @@ static sr_policy *policy_new(const char *name)
 		free(p);
 		return NULL;
 	}
-	p->limits = find_preset("medium")->limits;
-	p->net_mode = SR_NET_NONE;
-	p->checker.enabled = true;
-	p->checker.timeout_ms = 2000;
-	p->checker.memory_bytes = 256 * MIB;
-	p->warm.pool_size = 2;
-	p->warm.fallback_cold = true;
-	p->warm.languages = 1u << SR_LANG_PYTHON;
-	p->commands_enabled = true;
-	p->dependencies.cache = true;
-	p->dependencies.cache_entries = 32;
-	p->dependencies.install_wall_ms = 120 * 1000;
-	p->dependencies.install_memory_bytes = 1024 * MIB;
-	p->dependencies.max_size_bytes = 512 * MIB;
+	if (set_defaults(&document, p) < 0) {
+		sr_policy_free(p);
+		return NULL;
+	}
 	return p;
+}
+
+int sr_policy_schema_defaults(sr_policy **out, sr_error *err)
+{
+	*out = policy_new("schema");
+	return *out ? 0 : sr_fail(err, ENOMEM, "allocate the schema's defaults");
+}
+
+/* The first plain field of f (at path) on which a and b differ. */
+static int compare_fields(const char *path, const struct field *f, const sr_policy *a,
+			  const sr_policy *b, sr_error *err)
+{
+	char sub[PATH_BUF];
+
+	if (f->kind == F_OBJECT) {
+		for (size_t i = 0; i < f->n_sub; i++) {
+			path_key(sub, path, f->sub[i].key);
+			if (compare_fields(sub, &f->sub[i], a, b, err) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	if ((f->kind == F_SPECIAL && !f->width) || f->kind == F_LIST)
+		return 0;
+	if (f->kind == F_STRING) {
+		const char *x = *field_str((sr_policy *)a, f), *y = *field_str((sr_policy *)b, f);
+		if (x == y || (x && y && strcmp(x, y) == 0))
+			return 0;
+		return sr_fail(err, 0, "%s: \"%s\" and \"%s\"", path, x ? x : "(null)",
+			       y ? y : "(null)");
+	}
+	if (field_get(a, f) == field_get(b, f))
+		return 0;
+	return sr_fail(err, 0, "%s: %llu and %llu", path, (unsigned long long)field_get(a, f),
+		       (unsigned long long)field_get(b, f));
+}
+
+int sr_policy_schema_compare(const sr_policy *a, const sr_policy *b, sr_error *err)
+{
+	return compare_fields(document.key, &document, a, b, err);
 }
 
 int sr_policy_default(sr_policy **out, sr_error *err)
@@ -2164,274 +2576,6 @@ int sr_policy_set_env(sr_policy *p, const char *kv, sr_error *err)
 	return 0;
 }
 
-/* ---- to JSON ------------------------------------------------------------------------ */
-
-static const char *action_name(sr_seccomp_action_kind k)
-{
-	for (size_t i = 0; i < ARRAY_LEN(actions); i++)
-		if (actions[i].kind == k)
-			return actions[i].name;
-	return "SCMP_ACT_KILL_PROCESS";
-}
-
-/* Numbers up to 2^53 as numbers, larger ones as "0x..." strings. */
-static cJSON *u64_json(uint64_t v)
-{
-	char hex[24];
-
-	if ((double)v <= JSON_MAX_EXACT)
-		return cJSON_CreateNumber((double)v);
-	snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
-	return cJSON_CreateString(hex);
-}
-
-static int add_action(cJSON *obj, sr_seccomp_action a, const char *akey, const char *ekey)
-{
-	if (!cJSON_AddStringToObject(obj, akey, action_name(a.kind)))
-		return -1;
-	if (a.kind == SR_SCMP_ERRNO && !cJSON_AddNumberToObject(obj, ekey, a.errno_ret))
-		return -1;
-	return 0;
-}
-
-static cJSON *arg_json(const sr_seccomp_arg *a)
-{
-	cJSON *o = cJSON_CreateObject();
-	int ok = o && cJSON_AddNumberToObject(o, "index", a->index) &&
-		 cJSON_AddItemToObject(o, "value", u64_json(a->value)) &&
-		 cJSON_AddItemToObject(o, "valueTwo", u64_json(a->value_two)) &&
-		 (unsigned)a->op < ARRAY_LEN(op_names) &&
-		 cJSON_AddStringToObject(o, "op", op_names[a->op]);
-
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-static cJSON *rule_json(const sr_seccomp_rule *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON *names = cJSON_AddArrayToObject(o, "names");
-	int ok = names && add_action(o, r->action, "action", "errnoRet") == 0;
-
-	for (size_t i = 0; ok && i < r->n_names; i++)
-		ok = cJSON_AddItemToArray(names, cJSON_CreateString(r->names[i]));
-	cJSON *args = ok && r->n_args ? cJSON_AddArrayToObject(o, "args") : NULL;
-	ok = ok && (r->n_args == 0 || args);
-	for (size_t i = 0; ok && i < r->n_args; i++)
-		ok = cJSON_AddItemToArray(args, arg_json(&r->args[i]));
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-static int add_seccomp(cJSON *root, const sr_seccomp_policy *s)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "seccomp");
-	cJSON *rules = NULL;
-
-	if (!o || add_action(o, s->default_action, "defaultAction", "defaultErrnoRet") < 0 ||
-	    !(rules = cJSON_AddArrayToObject(o, "syscalls")))
-		return -1;
-	for (size_t i = 0; i < s->n_rules; i++)
-		if (!cJSON_AddItemToArray(rules, rule_json(&s->rules[i])))
-			return -1;
-	return 0;
-}
-
-static cJSON *limit_json(const struct lim_spec *s, uint64_t v)
-{
-	if (s->kind == LIM_DURATION || s->kind == LIM_CPUS)
-		return cJSON_CreateNumber((double)v / 1000.0);
-	return cJSON_CreateNumber((double)v);
-}
-
-static int add_limits(cJSON *root, const sr_limits *l)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "limits");
-
-	if (!o)
-		return -1;
-	for (size_t i = 0; i < N_LIMITS; i++)
-		if (!cJSON_AddItemToObject(o, lim_specs[i].key,
-					   limit_json(&lim_specs[i], limit_get(l, &lim_specs[i]))))
-			return -1;
-	return 0;
-}
-
-static int add_filesystem(cJSON *root, const sr_policy *p)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "filesystem");
-	cJSON *w = NULL;
-
-	if (!o || !cJSON_AddStringToObject(o, "profile", p->profile ? p->profile : "") ||
-	    !cJSON_AddStringToObject(o, "workdir", p->workdir ? p->workdir : "") ||
-	    !(w = cJSON_AddArrayToObject(o, "writable")))
-		return -1;
-	for (size_t i = 0; i < p->n_writable; i++)
-		if (!cJSON_AddItemToArray(w, cJSON_CreateString(p->writable[i])))
-			return -1;
-	return 0;
-}
-
-static int add_env(cJSON *root, const sr_policy *p)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "environment");
-
-	if (!o)
-		return -1;
-	for (size_t i = 0; i < p->n_env; i++) {
-		char *key = strdup(p->env[i]);
-		char *eq = key ? strchr(key, '=') : NULL;
-		int ok = eq != NULL;
-		if (ok) {
-			*eq = '\0';
-			ok = cJSON_AddStringToObject(o, key, eq + 1) != NULL;
-		}
-		free(key);
-		if (!ok)
-			return -1;
-	}
-	return 0;
-}
-
-static int add_strings(cJSON *o, const char *key, char **v, size_t n);
-
-static cJSON *allow_json(const sr_net_allow *a)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (!o ||
-	    !cJSON_AddStringToObject(o, a->cidr ? "cidr" : "host", a->cidr ? a->cidr : a->host))
-		goto fail;
-	if (a->n_ports == 0) {
-		if (!cJSON_AddStringToObject(o, "ports", "*"))
-			goto fail;
-	} else {
-		cJSON *ports = cJSON_AddArrayToObject(o, "ports");
-		for (size_t i = 0; ports && i < a->n_ports; i++)
-			if (!cJSON_AddItemToArray(ports, cJSON_CreateNumber(a->ports[i])))
-				goto fail;
-		if (!ports)
-			goto fail;
-	}
-	if (!cJSON_AddStringToObject(o, "proto", a->proto == SR_NET_UDP ? "udp" : "tcp"))
-		goto fail;
-	return o;
-fail:
-	cJSON_Delete(o);
-	return NULL;
-}
-
-static int add_network(cJSON *root, const sr_policy *p)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "network");
-	if (!o ||
-	    !cJSON_AddStringToObject(o, "mode", p->net_mode == SR_NET_EGRESS ? "egress" : "none"))
-		return -1;
-	if (p->net_mode != SR_NET_EGRESS)
-		return 0;
-	cJSON *allow = cJSON_AddArrayToObject(o, "allow");
-	for (size_t i = 0; allow && i < p->net.n_allow; i++) {
-		cJSON *a = allow_json(&p->net.allow[i]);
-		if (!a || !cJSON_AddItemToArray(allow, a))
-			return -1;
-	}
-	if (!allow)
-		return -1;
-	if (p->net.n_dns == 0)
-		return cJSON_AddBoolToObject(o, "dns", p->net.dns_host) ? 0 : -1;
-	return add_strings(o, "dns", (char **)p->net.dns, p->net.n_dns);
-}
-
-static int add_strings(cJSON *o, const char *key, char **v, size_t n)
-{
-	cJSON *a = cJSON_AddArrayToObject(o, key);
-
-	for (size_t i = 0; a && i < n; i++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateString(v[i])))
-			return -1;
-	return a ? 0 : -1;
-}
-
-static int add_checker(cJSON *root, const sr_policy *p)
-{
-	const struct sr_checker_policy *ck = &p->checker;
-	cJSON *o = cJSON_AddObjectToObject(root, "checker");
-	cJSON *rules = NULL;
-
-	if (!o || !cJSON_AddBoolToObject(o, "enabled", ck->enabled) ||
-	    add_strings(o, "allow", ck->allow, ck->n_allow) < 0 ||
-	    !(rules = cJSON_AddObjectToObject(o, "rules")))
-		return -1;
-	for (size_t i = 0; i < ck->n_rules_off; i++)
-		if (!cJSON_AddFalseToObject(rules, ck->rules_off[i]))
-			return -1;
-	if (!cJSON_AddNumberToObject(o, "timeout", (double)ck->timeout_ms / 1000.0) ||
-	    !cJSON_AddNumberToObject(o, "memory", (double)ck->memory_bytes))
-		return -1;
-	return 0;
-}
-
-static int add_commands(cJSON *root, const sr_policy *p)
-{
-	cJSON *o = cJSON_AddObjectToObject(root, "commands");
-	return o && cJSON_AddBoolToObject(o, "enabled", p->commands_enabled) ? 0 : -1;
-}
-
-static int add_warm(cJSON *root, const sr_policy *p)
-{
-	const struct sr_warm_policy *w = &p->warm;
-	cJSON *o = cJSON_AddObjectToObject(root, "warm");
-
-	if (!o || !cJSON_AddBoolToObject(o, "enabled", w->enabled))
-		return -1;
-	cJSON *langs = cJSON_AddArrayToObject(o, "languages");
-	for (unsigned l = 0; langs && l < N_WARM_LANGUAGES; l++)
-		if ((w->languages & (1u << l)) &&
-		    !cJSON_AddItemToArray(langs, cJSON_CreateString(warm_language_names[l])))
-			return -1;
-	if (!langs || add_strings(o, "preload", w->preload, w->n_preload) < 0 ||
-	    (w->warmup && !cJSON_AddStringToObject(o, "warmup", w->warmup)) ||
-	    !(w->pool_size_auto ? cJSON_AddStringToObject(o, "pool_size", "auto")
-				: cJSON_AddNumberToObject(o, "pool_size", w->pool_size)) ||
-	    !cJSON_AddStringToObject(o, "fallback", w->fallback_cold ? "cold" : "error") ||
-	    !cJSON_AddStringToObject(o, "refill", w->refill_eager ? "eager" : "idle"))
-		return -1;
-	return 0;
-}
-
-static int add_dependencies(cJSON *root, const sr_policy *p)
-{
-	const sr_deps_policy *d = &p->dependencies;
-	cJSON *o = cJSON_AddObjectToObject(root, "dependencies");
-	char t[64], m[32], x[32];
-
-	snprintf(t, sizeof t, "%.3gs", (double)d->install_wall_ms / 1000.0);
-	fmt_size(d->install_memory_bytes, m, sizeof m);
-	fmt_size(d->max_size_bytes, x, sizeof x);
-	if (!o || add_strings(o, "allow", d->allow, d->n_allow) < 0 ||
-	    add_strings(o, "ignore", d->ignore, d->n_ignore) < 0 ||
-	    !(d->wheelhouse ? cJSON_AddStringToObject(o, "wheelhouse", d->wheelhouse)
-			    : cJSON_AddNullToObject(o, "wheelhouse")) ||
-	    !(d->index_url ? cJSON_AddStringToObject(o, "index_url", d->index_url)
-			   : cJSON_AddNullToObject(o, "index_url")) ||
-	    !(d->index_ca ? cJSON_AddStringToObject(o, "index_ca", d->index_ca)
-			  : cJSON_AddNullToObject(o, "index_ca")) ||
-	    !cJSON_AddBoolToObject(o, "auto_detect", d->auto_detect) ||
-	    !(d->cache && d->cache_dir ? cJSON_AddStringToObject(o, "cache", d->cache_dir)
-				       : cJSON_AddBoolToObject(o, "cache", d->cache)) ||
-	    !cJSON_AddNumberToObject(o, "cache_entries", d->cache_entries) ||
-	    !cJSON_AddStringToObject(o, "install_time", t) ||
-	    !cJSON_AddStringToObject(o, "install_memory", m) ||
-	    !cJSON_AddStringToObject(o, "max_size", x))
-		return -1;
-	return 0;
-}
-
 char *sr_policy_to_json(const sr_policy *p)
 {
 	char *text = NULL;
@@ -2439,13 +2583,9 @@ char *sr_policy_to_json(const sr_policy *p)
 
 	if (!root)
 		return NULL;
-	if (p->preset && !cJSON_AddStringToObject(root, "preset", p->preset))
-		goto out;
-	if (add_limits(root, &p->limits) < 0 || add_filesystem(root, p) < 0 ||
-	    add_network(root, p) < 0 || add_env(root, p) < 0 ||
-	    add_seccomp(root, &p->seccomp) < 0 || add_checker(root, p) < 0 ||
-	    add_warm(root, p) < 0 || add_dependencies(root, p) < 0 || add_commands(root, p) < 0)
-		goto out;
+	for (size_t i = 0; i < document.n_sub; i++)
+		if (field_json(root, &document.sub[i], p) < 0)
+			goto out;
 	text = cJSON_Print(root);
 out:
 	cJSON_Delete(root);

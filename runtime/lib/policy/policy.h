@@ -18,6 +18,16 @@
  * policy when it has none) and allow list, then sr_check_begin. */
 int sr_check_start(const sr_check_request *req, sr_check_job **job, sr_error *err);
 
+/* A policy holding only the schema's defaults (the tables' in policy.c),
+ * without policies/default.json over them: for the test that the two
+ * agree. */
+int sr_policy_schema_defaults(sr_policy **out, sr_error *err);
+
+/* 0 when a and b hold the same value in every plain field of the schema
+ * (numbers, bools, words, strings; not lists or hand-parsed values), or
+ * -1 with err naming the first that differs and both values. */
+int sr_policy_schema_compare(const sr_policy *a, const sr_policy *b, sr_error *err);
+
 #define SR_REQ_NAME_MAX_LEN 128 /* a requirement's package name */
 
 /* One requirement: a PEP 508 name and optional version specifiers, no
