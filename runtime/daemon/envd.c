@@ -1123,7 +1123,10 @@ static int proc_input(srd_envd *env, const cJSON *msg, bool close_it, srd_cerr *
 static int proc_signal(srd_envd *env, const cJSON *msg, srd_cerr *e)
 {
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(msg, "signal");
-	int sig = cJSON_IsNumber(s) ? (int)s->valuedouble
+	/* compared, not cast: a number past int's range is undefined as one */
+	int sig = cJSON_IsNumber(s) ? (s->valuedouble == SIGKILL   ? SIGKILL
+				       : s->valuedouble == SIGTERM ? SIGTERM
+								   : 0)
 		  : cJSON_IsString(s) && !strcmp(s->valuestring, "SIGNAL_SIGKILL") ? SIGKILL
 		  : cJSON_IsString(s) && !strcmp(s->valuestring, "SIGNAL_SIGTERM") ? SIGTERM
 										   : 0;

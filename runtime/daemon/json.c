@@ -178,6 +178,14 @@ int srd_json_check_keys(const cJSON *obj, const char *const *keys, const char *p
 	return 0;
 }
 
+bool srd_json_is_integer(const cJSON *v)
+{
+	/* 2^63 is exact as a double; NaN fails every comparison */
+	return cJSON_IsNumber(v) && v->valuedouble >= -9223372036854775808.0 &&
+	       v->valuedouble < 9223372036854775808.0 &&
+	       v->valuedouble == (double)(long long)v->valuedouble;
+}
+
 const char *srd_json_kind(const cJSON *v)
 {
 	if (cJSON_IsString(v))

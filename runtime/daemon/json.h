@@ -33,6 +33,9 @@ int srd_json_parse_object(const char *text, size_t len, cJSON **out, srd_ferr *e
 /* Every key of obj must be in keys (NULL-terminated); path prefixes the
  * field name in the error ("" at the top). */
 int srd_json_check_keys(const cJSON *obj, const char *const *keys, const char *path, srd_ferr *e);
+/* Is v a number with an integral value a long long holds? (Converting a
+ * double out of that range is undefined: compare, never cast, first.) */
+bool srd_json_is_integer(const cJSON *v);
 /* "a string", "a number", "an object", ... for error messages. */
 const char *srd_json_kind(const cJSON *v);
 /* obj[key] if present and not null; NULL otherwise. */

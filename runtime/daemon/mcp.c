@@ -61,8 +61,7 @@ static cJSON *result(const cJSON *id, cJSON *res)
 /* A usable id: a string or an integer (MCP forbids null). */
 static bool id_ok(const cJSON *id)
 {
-	return cJSON_IsString(id) ||
-	       (cJSON_IsNumber(id) && id->valuedouble == (double)(long long)id->valuedouble);
+	return cJSON_IsString(id) || srd_json_is_integer(id);
 }
 
 static int refuse(srd_mcp_reply *out, const cJSON *id, int code, const char *why)

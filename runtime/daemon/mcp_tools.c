@@ -667,7 +667,7 @@ static bool is_type(const cJSON *v, const char *type)
 	if (strcmp(type, "number") == 0)
 		return cJSON_IsNumber(v);
 	if (strcmp(type, "integer") == 0)
-		return cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble;
+		return srd_json_is_integer(v);
 	if (strcmp(type, "boolean") == 0)
 		return cJSON_IsBool(v);
 	if (strcmp(type, "array") == 0)

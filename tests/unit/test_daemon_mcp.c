@@ -95,6 +95,14 @@ static void test_parse_tells_bad_json_from_bad_messages(void)
 		  SRD_RPC_INVALID_REQUEST);
 	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}"),
 		  SRD_RPC_INVALID_REQUEST);
+	/* past long long's range: refused, not cast (undefined; found by fuzz_mcp) */
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1e300,\"method\":\"ping\"}"),
+		  SRD_RPC_INVALID_REQUEST);
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809e3,"
+			     "\"method\":\"ping\"}"),
+		  SRD_RPC_INVALID_REQUEST);
+	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":-9007199254740992,\"method\":\"ping\"}"),
+		  0);
 	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1}"), SRD_RPC_INVALID_REQUEST);
 	/* JSON is UTF-8; strings with NUL would be cut short in C */
 	CHECK_INT(parse_code("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}"),
@@ -145,6 +153,8 @@ static void test_arguments_are_checked_against_the_schema(void)
 	      strstr(m, "no argument \"bogus\"") && strstr(m, "code, timeout"));
 	CHECK(refused("run_python", "{\"code\": \"1\", \"timeout\": true}", m, sizeof m) &&
 	      strstr(m, "\"timeout\" must be number or string"));
+	CHECK(refused("run_python", "{\"code\": \"1\", \"memory\": 1e300}", m, sizeof m) &&
+	      strstr(m, "\"memory\" must be string or integer, not a number"));
 	CHECK(refused("run_python", "{\"code\": \"1\", \"allow\": [\"open\", 3]}", m, sizeof m) &&
 	      strstr(m, "\"allow\" must be array of string"));
 	CHECK(refused("run_python", "{\"code\": \"1\", \"env\": {\"A\": 1}}", m, sizeof m) &&

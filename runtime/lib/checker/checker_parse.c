@@ -431,8 +431,15 @@ static uint32_t body(parser *ps, uint32_t c, uint32_t scope, uint8_t cond, uint8
 	ps->cond = cond;
 	uint32_t j = c + 1;
 	for (;;) {
-		uint32_t e = stmt_end(ps, j);
-		statement(ps, j);
+		uint32_t e = stmt_end(ps, j), next = statement(ps, j);
+		/* A compound statement here (not Python, but the checker sees
+		 * it) parsed the rest of the line as its own body: going on
+		 * past its first ';' would parse that rest again, once more per
+		 * nested header, exponentially (found by fuzz_checker). */
+		if (next > e + 1) {
+			j = next;
+			break;
+		}
 		if (!sr_tok_op(&ps->t[e], ";") || e + 1 >= ps->n) {
 			j = e; /* the NEWLINE, for the caller */
 			break;
