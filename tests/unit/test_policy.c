@@ -1411,8 +1411,113 @@ static void test_dependencies_errors(void)
 	    "t.json: policy.dependencies.auto_detect: expected true or false, got \"yes\"");
 }
 
+/* ---- docs/policy.md's reference names the schema's keys ---------------------- */
+
+struct schema_keys {
+	const char *section[128], *key[128];
+	size_t n;
+};
+
+static void collect_key(const char *section, const char *key, void *arg)
+{
+	struct schema_keys *k = arg;
+
+	if (k->n < 128) {
+		k->section[k->n] = section;
+		k->key[k->n++] = key;
+	}
+	CHECK(k->n < 128);
+}
+
+/* The keys of a section's reference in docs/policy.md: the backquoted
+ * first column of the first "| key |" table under its heading ("## The
+ * document" for the top level, "### Limits" for limits), as "|a|b|". */
+static void doc_keys(const char *doc, const char *section, char *out, size_t size)
+{
+	char heading[64];
+	size_t len = 0;
+
+	if (strcmp(section, "policy") == 0)
+		snprintf(heading, sizeof heading, "\n## The document\n");
+	else
+		snprintf(heading, sizeof heading, "\n### %c%s\n", section[0] - 'a' + 'A',
+			 section + 1);
+	out[0] = '\0';
+	const char *at = strstr(doc, heading);
+	if (!at)
+		return;
+	at += strlen(heading);
+	/* the section ends at the next heading of its level or above */
+	const char *end = at;
+	while ((end = strstr(end, "\n#")) && strncmp(end, "\n####", 6) == 0)
+		end++;
+	const char *table = strstr(at, "\n| key |");
+	if (!table || (end && table > end))
+		return;
+	len = (size_t)snprintf(out, size, "|");
+	for (const char *line = strchr(table + 1, '\n'); line && line[1] == '|';
+	     line = strchr(line + 1, '\n')) {
+		const char *open = line + 2;
+		while (*open == ' ')
+			open++;
+		const char *close = *open == '`' ? strchr(open + 1, '`') : NULL;
+		if (close && len < size)
+			len += (size_t)snprintf(out + len, size - len, "%.*s|",
+						(int)(close - open - 1), open + 1);
+	}
+}
+
+static void test_the_reference_documents_every_key(void)
+{
+	struct schema_keys k = { 0 };
+	char path[] = POLICIES_DIR "/../docs/policy.md", *doc = NULL;
+	FILE *f = fopen(path, "r");
+	size_t got = 0;
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	doc = calloc(1, 1 << 20);
+	if (doc)
+		got = fread(doc, 1, (1 << 20) - 1, f);
+	fclose(f);
+	CHECK(got > 0);
+	sr_policy_schema_keys(collect_key, &k);
+	CHECK(k.n > 40);
+	for (size_t i = 0; doc && i < k.n; i++) {
+		char keys[4096], want[80];
+		doc_keys(doc, k.section[i], keys, sizeof keys);
+		snprintf(want, sizeof want, "|%s|", k.key[i]);
+		if (!strstr(keys, want))
+			fprintf(stderr, "docs/policy.md: %s.%s is not in the reference (%s)\n",
+				k.section[i], k.key[i], keys);
+		CHECK(strstr(keys, want) != NULL);
+	}
+	/* and each documented key is one (comment: every object takes it) */
+	for (size_t i = 0; doc && i < k.n; i++) {
+		if (i && strcmp(k.section[i], k.section[i - 1]) == 0)
+			continue;
+		char keys[4096];
+		doc_keys(doc, k.section[i], keys, sizeof keys);
+		for (char *key = keys + 1, *bar; (bar = strchr(key, '|')); key = bar + 1) {
+			*bar = '\0';
+			bool known = strcmp(key, "comment") == 0;
+			for (size_t j = 0; j < k.n && !known; j++)
+				known = strcmp(k.section[j], k.section[i]) == 0 &&
+					strcmp(k.key[j], key) == 0;
+			if (!known)
+				fprintf(stderr,
+					"docs/policy.md: %s.%s is not a key of the schema\n",
+					k.section[i], key);
+			CHECK(known);
+		}
+	}
+	free(doc);
+}
+
 int main(void)
 {
+	test_the_reference_documents_every_key();
 	test_default_policy_has_the_documented_values();
 	test_default_json_agrees_with_the_schema();
 	test_empty_document_is_the_default();

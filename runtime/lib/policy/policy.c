@@ -2406,6 +2406,15 @@ static int compare_fields(const char *path, const struct field *f, const sr_poli
 		       (unsigned long long)field_get(b, f));
 }
 
+void sr_policy_schema_keys(void (*each)(const char *section, const char *key, void *arg), void *arg)
+{
+	for (size_t i = 0; i < document.n_sub; i++)
+		each(document.key, document.sub[i].key, arg);
+	for (size_t i = 0; i < document.n_sub; i++)
+		for (size_t j = 0; j < document.sub[i].n_sub; j++)
+			each(document.sub[i].key, document.sub[i].sub[j].key, arg);
+}
+
 int sr_policy_schema_compare(const sr_policy *a, const sr_policy *b, sr_error *err)
 {
 	return compare_fields(document.key, &document, a, b, err);

@@ -28,6 +28,13 @@ int sr_policy_schema_defaults(sr_policy **out, sr_error *err);
  * -1 with err naming the first that differs and both values. */
 int sr_policy_schema_compare(const sr_policy *a, const sr_policy *b, sr_error *err);
 
+/* Every key of the schema, in table order: each top-level key with section
+ * "policy", then each key of a section that has a table of its own
+ * (limits, filesystem, ...) with that section's name. For the test that
+ * docs/policy.md's reference names the same keys. */
+void sr_policy_schema_keys(void (*each)(const char *section, const char *key, void *arg),
+			   void *arg);
+
 #define SR_REQ_NAME_MAX_LEN 128 /* a requirement's package name */
 
 /* One requirement: a PEP 508 name and optional version specifiers, no
