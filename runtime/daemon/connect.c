@@ -90,6 +90,16 @@ static int parse_object(const char *text, size_t len, cJSON **msg, srd_cerr *e)
 		*msg = NULL;
 		return srd_cfail(e, "invalid_argument", "the message is not a JSON object");
 	}
+	/* one object and nothing after it but white space */
+	size_t at = (size_t)(end - text);
+	while (at < len && strchr(" \t\r\n", text[at]))
+		at++;
+	if (at < len) {
+		cJSON_Delete(*msg);
+		*msg = NULL;
+		return srd_cfail(e, "invalid_argument",
+				 "bytes after the message's JSON object (at byte %zu)", at);
+	}
 	return 0;
 }
 

@@ -33,6 +33,14 @@ static void test_unary_messages(void)
 	r = request("application/json", "[1]", 3);
 	CHECK_INT(srd_connect_read(&r, false, &msg, &e), -1);
 	CHECK(msg == NULL);
+	r = request("application/json", "{} \n", 4); /* white space after it is fine */
+	CHECK_INT(srd_connect_read(&r, false, &msg, &e), 0);
+	cJSON_Delete(msg);
+	r = request("application/json", "{}junk", 6);
+	CHECK_INT(srd_connect_read(&r, false, &msg, &e), -1);
+	CHECK(msg == NULL);
+	CHECK_STR(e.code, "invalid_argument");
+	CHECK_STR(e.msg, "bytes after the message's JSON object (at byte 2)");
 	r = request("application/json", "{\"a\":\"\0\"}", 9);
 	CHECK_INT(srd_connect_read(&r, false, &msg, &e), -1);
 	CHECK(strstr(e.msg, "NUL") != NULL);
