@@ -140,10 +140,10 @@ static const char *const op_names[] = {
 
 /* ---- errors ------------------------------------------------------------ */
 
-static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
+static int sr_pol_bad(const struct ctx *c, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int bad(const struct ctx *c, const char *path, const char *fmt, ...)
+static int sr_pol_bad(const struct ctx *c, const char *path, const char *fmt, ...)
 {
 	char msg[SR_ERROR_MSG_MAX];
 	va_list ap;
@@ -174,11 +174,12 @@ static void show(const cJSON *v, char *buf, size_t n)
 	free(s);
 }
 
-static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static int sr_pol_bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt,
+			    ...) __attribute__((format(printf, 4, 5)));
 
 /* "<path>: <value> <what is wrong with it>" */
-static int bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
+static int sr_pol_bad_value(const struct ctx *c, const char *path, const cJSON *v, const char *fmt,
+			    ...)
 {
 	char shown[SHOW_MAX], msg[SR_ERROR_MSG_MAX];
 	va_list ap;
@@ -187,10 +188,10 @@ static int bad_value(const struct ctx *c, const char *path, const cJSON *v, cons
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return bad(c, path, "%s %s", shown, msg);
+	return sr_pol_bad(c, path, "%s %s", shown, msg);
 }
 
-static int bad_type(const struct ctx *c, const char *path, const cJSON *v, const char *want)
+static int sr_pol_bad_type(const struct ctx *c, const char *path, const cJSON *v, const char *want)
 {
 	char shown[SHOW_MAX];
 
@@ -200,7 +201,7 @@ static int bad_type(const struct ctx *c, const char *path, const cJSON *v, const
 		snprintf(shown, sizeof shown, "an array");
 	else
 		show(v, shown, sizeof shown);
-	return bad(c, path, "expected %s, got %s", want, shown);
+	return sr_pol_bad(c, path, "expected %s, got %s", want, shown);
 }
 
 /* buf = a b c, cut to PATH_BUF: paths only go into messages. */
@@ -215,12 +216,12 @@ static void path_cat(char *buf, const char *a, const char *b, const char *c)
 	buf[n] = '\0';
 }
 
-static void path_key(char *buf, const char *parent, const char *key)
+static void sr_pol_path_key(char *buf, const char *parent, const char *key)
 {
 	path_cat(buf, parent, ".", key);
 }
 
-static void path_index(char *buf, const char *parent, size_t i)
+static void sr_pol_path_index(char *buf, const char *parent, size_t i)
 {
 	char idx[32];
 
@@ -230,23 +231,23 @@ static void path_index(char *buf, const char *parent, size_t i)
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static void strv_free(char **v, size_t n)
+static void sr_pol_strv_free(char **v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
 	free(v);
 }
 
-static void seccomp_free(sr_seccomp_policy *s)
+static void sr_pol_seccomp_free(sr_seccomp_policy *s)
 {
 	for (size_t i = 0; s->rules && i < s->n_rules; i++)
-		strv_free(s->rules[i].names, s->rules[i].n_names);
+		sr_pol_strv_free(s->rules[i].names, s->rules[i].n_names);
 	free(s->rules);
 	s->rules = NULL;
 	s->n_rules = 0;
 }
 
-static int replace_str(char **dst, const char *src)
+static int sr_pol_replace_str(char **dst, const char *src)
 {
 	char *s = strdup(src);
 
@@ -257,12 +258,12 @@ static int replace_str(char **dst, const char *src)
 	return 0;
 }
 
-static int oom(const struct ctx *c)
+static int sr_pol_oom(const struct ctx *c)
 {
 	return sr_fail(c->err, ENOMEM, "%s: read policy", c->origin ? c->origin : "policy");
 }
 
-static void join_names(char *buf, size_t n, const char *const *names, size_t count)
+static void sr_pol_join_names(char *buf, size_t n, const char *const *names, size_t count)
 {
 	size_t used = 0;
 
@@ -289,7 +290,7 @@ static void preset_names(char *buf, size_t n)
 
 	for (size_t i = 0; i < ARRAY_LEN(presets); i++)
 		names[i] = presets[i].name;
-	join_names(buf, n, names, ARRAY_LEN(presets));
+	sr_pol_join_names(buf, n, names, ARRAY_LEN(presets));
 }
 
 /* ---- sizes and durations ---------------------------------------------------- */
@@ -406,23 +407,23 @@ static void field_set(sr_policy *p, const struct field *f, uint64_t v)
 	}
 }
 
-static char **field_str(sr_policy *p, const struct field *f)
+static char **sr_pol_field_str(sr_policy *p, const struct field *f)
 {
 	return (char **)(void *)((char *)p + f->off);
 }
 
 /* F_LIST: the strings and their count */
-static char ***field_strv(sr_policy *p, const struct field *f)
+static char ***sr_pol_field_strv(sr_policy *p, const struct field *f)
 {
 	return (char ***)(void *)((char *)p + f->off);
 }
 
-static size_t *field_count(sr_policy *p, const struct field *f)
+static size_t *sr_pol_field_count(sr_policy *p, const struct field *f)
 {
 	return (size_t *)(void *)((char *)p + f->off_n);
 }
 
-static void fmt_size(uint64_t v, char *buf, size_t n)
+static void sr_pol_fmt_size(uint64_t v, char *buf, size_t n)
 {
 	static const char units[] = "TGMK";
 
@@ -440,7 +441,7 @@ static void fmt_value(enum field_kind kind, uint64_t v, char *buf, size_t n)
 {
 	switch (kind) {
 	case F_SIZE:
-	case F_SIZE_TEXT: fmt_size(v, buf, n); break;
+	case F_SIZE_TEXT: sr_pol_fmt_size(v, buf, n); break;
 	case F_DURATION:
 	case F_DURATION_TEXT:
 		if (v % 3600000 == 0)
@@ -498,14 +499,14 @@ static int limit_value(const struct ctx *c, const char *path, const struct field
 	else if (cJSON_IsString(v) && f->kind == F_DURATION)
 		rc = sr_parse_duration(v->valuestring, out);
 	if (rc < 0)
-		return bad_value(c, path, v, "%s", lim_expect[f->kind]);
+		return sr_pol_bad_value(c, path, v, "%s", lim_expect[f->kind]);
 	if (negative || *out < f->min) {
 		fmt_value(f->kind, f->min, bound, sizeof bound);
-		return bad_value(c, path, v, "is too small (at least %s)", bound);
+		return sr_pol_bad_value(c, path, v, "is too small (at least %s)", bound);
 	}
 	if (*out > f->max) {
 		fmt_value(f->kind, f->max, bound, sizeof bound);
-		return bad_value(c, path, v, "is too large (at most %s)", bound);
+		return sr_pol_bad_value(c, path, v, "is too large (at most %s)", bound);
 	}
 	return 0;
 }
@@ -514,15 +515,15 @@ static int limit_value(const struct ctx *c, const char *path, const struct field
 
 /* v must be an object whose keys are all in known or "comment", each
  * once. "comment" keys must be strings and are ignored. */
-static int check_keys(const struct ctx *c, const char *path, const cJSON *v,
-		      const struct field *known, size_t n_fields)
+static int sr_pol_check_keys(const struct ctx *c, const char *path, const cJSON *v,
+			     const struct field *known, size_t n_fields)
 {
 	char sub[PATH_BUF], list[256];
 	const char *names[MAX_KEYS + 1];
 	size_t n_known = 0;
 
 	if (!cJSON_IsObject(v))
-		return bad_type(c, path, v, "an object");
+		return sr_pol_bad_type(c, path, v, "an object");
 	for (size_t i = 0; i < n_fields && n_known < MAX_KEYS; i++)
 		names[n_known++] = known[i].key;
 	names[n_known++] = "comment";
@@ -530,44 +531,44 @@ static int check_keys(const struct ctx *c, const char *path, const cJSON *v,
 		size_t i = 0;
 		while (i < n_known && strcmp(names[i], k->string) != 0)
 			i++;
-		path_key(sub, path, k->string);
+		sr_pol_path_key(sub, path, k->string);
 		if (i == n_known) {
-			join_names(list, sizeof list, names, n_known);
-			return bad(c, sub, "unknown key (known: %s)", list);
+			sr_pol_join_names(list, sizeof list, names, n_known);
+			return sr_pol_bad(c, sub, "unknown key (known: %s)", list);
 		}
 		for (const cJSON *j = v->child; j != k; j = j->next)
 			if (strcmp(j->string, k->string) == 0)
-				return bad(c, sub, "appears twice");
+				return sr_pol_bad(c, sub, "appears twice");
 		if (strcmp(k->string, "comment") == 0 && !cJSON_IsString(k))
-			return bad_type(c, sub, k, "a string");
+			return sr_pol_bad_type(c, sub, k, "a string");
 	}
 	return 0;
 }
 
-static const cJSON *get(const cJSON *obj, const char *key)
+static const cJSON *sr_pol_get(const cJSON *obj, const char *key)
 {
 	return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
-static int want_string(const struct ctx *c, const char *path, const cJSON *v)
+static int sr_pol_want_string(const struct ctx *c, const char *path, const cJSON *v)
 {
-	return cJSON_IsString(v) ? 0 : bad_type(c, path, v, "a string");
+	return cJSON_IsString(v) ? 0 : sr_pol_bad_type(c, path, v, "a string");
 }
 
 static int get_bool(const struct ctx *c, const char *path, const cJSON *v, bool *out)
 {
 	if (!cJSON_IsBool(v))
-		return bad_type(c, path, v, "true or false");
+		return sr_pol_bad_type(c, path, v, "true or false");
 	*out = cJSON_IsTrue(v);
 	return 0;
 }
 
-static int listed_before(const struct ctx *c, const char *path, const cJSON *v, char *const *before,
-			 size_t n_before)
+static int sr_pol_listed_before(const struct ctx *c, const char *path, const cJSON *v,
+				char *const *before, size_t n_before)
 {
 	for (size_t i = 0; i < n_before; i++)
 		if (strcmp(before[i], v->valuestring) == 0)
-			return bad_value(c, path, v, "is listed twice");
+			return sr_pol_bad_value(c, path, v, "is listed twice");
 	return 0;
 }
 
@@ -582,50 +583,50 @@ static int parse_string_list(const struct ctx *c, const char *base, const cJSON 
 	int rc = -1;
 
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, base, arr, want);
+		return sr_pol_bad_type(c, base, arr, want);
 	if (cJSON_GetArraySize(arr) > max)
-		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), max);
+		return sr_pol_bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr), max);
 	v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *v);
 	if (!v)
-		return oom(c);
+		return sr_pol_oom(c);
 	for (const cJSON *it = arr->child; it; it = it->next, n++) {
-		path_index(path, base, n);
+		sr_pol_path_index(path, base, n);
 		if (check(c, path, it, v, n) < 0)
 			goto out;
 		if (!(v[n] = strdup(it->valuestring))) {
-			oom(c);
+			sr_pol_oom(c);
 			goto out;
 		}
 	}
-	strv_free(*list, *n_list);
+	sr_pol_strv_free(*list, *n_list);
 	*list = v;
 	*n_list = n;
 	v = NULL;
 	rc = 0;
 out:
-	strv_free(v, n);
+	sr_pol_strv_free(v, n);
 	return rc;
 }
 
 /* A whole JSON number 0..max, or (with strings) "123" or "0x7b" for the
  * full 64 bits JSON numbers cannot carry exactly. *out is 0 on an error:
- * defined on every path (gcc -O3 cannot see that bad_value() fails). */
-static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max, int strings,
-		   uint64_t *out)
+ * defined on every path (gcc -O3 cannot see that sr_pol_bad_value() fails). */
+static int sr_pol_get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64_t max,
+			  int strings, uint64_t *out)
 {
 	*out = 0;
 	if (cJSON_IsNumber(v)) {
 		double x = v->valuedouble;
 		if (!isfinite(x) || x < 0 || x != floor(x) || x > JSON_MAX_EXACT ||
 		    (uint64_t)x > max)
-			return bad_value(c, path, v, "is not a whole number from 0 to %llu",
-					 (unsigned long long)max);
+			return sr_pol_bad_value(c, path, v, "is not a whole number from 0 to %llu",
+						(unsigned long long)max);
 		*out = (uint64_t)x;
 		return 0;
 	}
 	if (!strings || !cJSON_IsString(v))
-		return bad_type(c, path, v,
-				strings ? "a number or a string like \"0xff\"" : "a whole number");
+		return sr_pol_bad_type(
+		    c, path, v, strings ? "a number or a string like \"0xff\"" : "a whole number");
 	const char *s = v->valuestring;
 	int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 	const char *digits = hex ? s + 2 : s;
@@ -634,8 +635,8 @@ static int get_u64(const struct ctx *c, const char *path, const cJSON *v, uint64
 	unsigned long long x = strtoull(digits, &end, hex ? 16 : 10);
 	if (!(hex ? isxdigit((unsigned char)*digits) : isdigit((unsigned char)*digits)) || *end ||
 	    errno || x > max)
-		return bad_value(c, path, v,
-				 "is not an unsigned 64-bit number (use 123 or \"0x7b\")");
+		return sr_pol_bad_value(c, path, v,
+					"is not an unsigned 64-bit number (use 123 or \"0x7b\")");
 	*out = x;
 	return 0;
 }
@@ -651,11 +652,11 @@ static int size_text_value(const struct ctx *c, const char *path, const struct f
 	    v->valuedouble == floor(v->valuedouble))
 		x = (uint64_t)v->valuedouble;
 	else if (!cJSON_IsString(v) || sr_parse_size(v->valuestring, &x) < 0)
-		return bad_value(c, path, v, "is not a size (use 512M, 1G, or bytes)");
+		return sr_pol_bad_value(c, path, v, "is not a size (use 512M, 1G, or bytes)");
 	if (x < f->min || x > f->max) {
-		fmt_size(f->min, lo, sizeof lo);
-		fmt_size(f->max, hi, sizeof hi);
-		return bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
+		sr_pol_fmt_size(f->min, lo, sizeof lo);
+		sr_pol_fmt_size(f->max, hi, sizeof hi);
+		return sr_pol_bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
 	}
 	*out = x;
 	return 0;
@@ -671,11 +672,12 @@ static int duration_text_value(const struct ctx *c, const char *path, const stru
 	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0)
 		ms = (uint64_t)(v->valuedouble * 1000.0 + 0.5);
 	else if (!cJSON_IsString(v) || sr_parse_duration(v->valuestring, &ms) < 0)
-		return bad_value(c, path, v, "is not a duration (use 120, \"120s\", \"2m\")");
+		return sr_pol_bad_value(c, path, v,
+					"is not a duration (use 120, \"120s\", \"2m\")");
 	if (ms < f->min || ms > f->max) {
 		fmt_value(f->kind, f->min, lo, sizeof lo);
 		fmt_value(f->kind, f->max, hi, sizeof hi);
-		return bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
+		return sr_pol_bad_value(c, path, v, "is out of range (%s to %s)", lo, hi);
 	}
 	*out = ms;
 	return 0;
@@ -684,20 +686,20 @@ static int duration_text_value(const struct ctx *c, const char *path, const stru
 static int enum_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
 		      uint64_t *out)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(f->words) && f->words[i]; i++)
 		if (strcmp(v->valuestring, f->words[i]) == 0) {
 			*out = i;
 			return 0;
 		}
-	return bad_value(c, path, v, "%s", f->what);
+	return sr_pol_bad_value(c, path, v, "%s", f->what);
 }
 
 /* The value of a plain field (bool, word, number, size, duration) at
  * path, checked against the field's bounds. */
-static int field_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
-		       uint64_t *out)
+static int sr_pol_field_value(const struct ctx *c, const char *path, const struct field *f,
+			      const cJSON *v, uint64_t *out)
 {
 	bool b = false;
 
@@ -714,37 +716,37 @@ static int field_value(const struct ctx *c, const char *path, const struct field
 	case F_SIZE:
 	case F_COUNT: return limit_value(c, path, f, v, out);
 	case F_UINT:
-		if (get_u64(c, path, v, f->max, 0, out) < 0)
+		if (sr_pol_get_u64(c, path, v, f->max, 0, out) < 0)
 			return -1;
-		return *out < f->min ? bad_value(c, path, v, "%s", f->what) : 0;
+		return *out < f->min ? sr_pol_bad_value(c, path, v, "%s", f->what) : 0;
 	case F_SIZE_TEXT: return size_text_value(c, path, f, v, out);
 	case F_DURATION_TEXT: return duration_text_value(c, path, f, v, out);
-	default: return bad(c, path, "has no plain value"); /* a bug in a table */
+	default: return sr_pol_bad(c, path, "has no plain value"); /* a bug in a table */
 	}
 }
 
 /* F_STRING: null (when nullable) or a string check accepts. */
-static int string_value(const struct ctx *c, const char *path, const struct field *f,
-			const cJSON *v, sr_policy *p)
+static int sr_pol_string_value(const struct ctx *c, const char *path, const struct field *f,
+			       const cJSON *v, sr_policy *p)
 {
-	char **dst = field_str(p, f);
+	char **dst = sr_pol_field_str(p, f);
 
 	if (f->nullable && cJSON_IsNull(v)) {
 		free(*dst);
 		*dst = NULL;
 		return 0;
 	}
-	if ((f->check ? f->check(c, path, v) : want_string(c, path, v)) < 0)
+	if ((f->check ? f->check(c, path, v) : sr_pol_want_string(c, path, v)) < 0)
 		return -1;
-	return replace_str(dst, v->valuestring) < 0 ? oom(c) : 0;
+	return sr_pol_replace_str(dst, v->valuestring) < 0 ? sr_pol_oom(c) : 0;
 }
 
 /* F_LIST: replaces the list only when every entry passes. */
-static int list_value(const struct ctx *c, const char *path, const struct field *f, const cJSON *v,
-		      sr_policy *p)
+static int sr_pol_list_value(const struct ctx *c, const char *path, const struct field *f,
+			     const cJSON *v, sr_policy *p)
 {
-	return parse_string_list(c, path, v, (int)f->max, f->what, f->entry, field_strv(p, f),
-				 field_count(p, f));
+	return parse_string_list(c, path, v, (int)f->max, f->what, f->entry,
+				 sr_pol_field_strv(p, f), sr_pol_field_count(p, f));
 }
 
 /* ---- fields of their own shape ------------------------------------------------------ */
@@ -753,42 +755,42 @@ static int parse_preset(const struct ctx *c, const struct field *f, const char *
 			const cJSON *v, sr_policy *p)
 {
 	(void)f;
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	const struct preset *ps = find_preset(v->valuestring);
 	if (!ps) {
 		char list[64];
 		preset_names(list, sizeof list);
-		return bad_value(c, path, v, "is not a preset (known: %s)", list);
+		return sr_pol_bad_value(c, path, v, "is not a preset (known: %s)", list);
 	}
-	if (replace_str(&p->preset, ps->name) < 0)
-		return oom(c);
+	if (sr_pol_replace_str(&p->preset, ps->name) < 0)
+		return sr_pol_oom(c);
 	p->limits = ps->limits;
 	return 0;
 }
 
 /* Absolute, normalized (no "", "." or ".." components), printable. */
-static int check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
+static int sr_pol_check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	const char *s = v->valuestring;
 	if (s[0] != '/')
-		return bad_value(c, path, v, "must be an absolute path");
+		return sr_pol_bad_value(c, path, v, "must be an absolute path");
 	if (strlen(s) > 4095)
-		return bad(c, path, "is longer than 4095 bytes");
+		return sr_pol_bad(c, path, "is longer than 4095 bytes");
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return bad_value(c, path, v, "contains a control character");
+			return sr_pol_bad_value(c, path, v, "contains a control character");
 	if (s[1] == '\0')
 		return 0;
 	for (const char *comp = s + 1;; comp++) {
 		size_t len = strcspn(comp, "/");
 		if (len == 0)
-			return bad_value(c, path, v,
-					 "must not contain empty components (// or a trailing /)");
+			return sr_pol_bad_value(
+			    c, path, v, "must not contain empty components (// or a trailing /)");
 		if ((len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
-			return bad_value(c, path, v, "must not contain . or .. components");
+			return sr_pol_bad_value(c, path, v, "must not contain . or .. components");
 		comp += len;
 		if (*comp == '\0')
 			return 0;
@@ -799,27 +801,28 @@ static int check_abs_path(const struct ctx *c, const char *path, const cJSON *v)
 static int check_writable_entry(const struct ctx *c, const char *path, const cJSON *v,
 				char *const *before, size_t n_before)
 {
-	if (check_abs_path(c, path, v) < 0)
+	if (sr_pol_check_abs_path(c, path, v) < 0)
 		return -1;
 	if (strcmp(v->valuestring, "/") == 0)
-		return bad(c, path, "\"/\" cannot be writable (the root stays read-only)");
-	return listed_before(c, path, v, before, n_before);
+		return sr_pol_bad(c, path, "\"/\" cannot be writable (the root stays read-only)");
+	return sr_pol_listed_before(c, path, v, before, n_before);
 }
 
 static int check_profile(const struct ctx *c, const char *path, const cJSON *v)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	size_t len = strlen(v->valuestring);
 	if (len == 0 || len > 64 ||
 	    strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
-		return bad_value(c, path, v,
-				 "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, "
-				 "minimal, datascience)");
+		return sr_pol_bad_value(
+		    c, path, v,
+		    "is not a profile name (use 1 to 64 of [a-z0-9_-], e.g. host, "
+		    "minimal, datascience)");
 	return 0;
 }
 
-static void net_policy_free(sr_net_policy *n)
+static void sr_pol_net_policy_free(sr_net_policy *n)
 {
 	for (size_t i = 0; i < n->n_allow; i++) {
 		free(n->allow[i].cidr);
@@ -859,26 +862,26 @@ static int net_cidr(const struct ctx *c, const char *path, const cJSON *v, sr_ne
 {
 	uint32_t addr;
 	unsigned prefix;
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	if (strchr(v->valuestring, ':'))
-		return bad_value(c, path, v, "is IPv6: egress is IPv4 only");
+		return sr_pol_bad_value(c, path, v, "is IPv6: egress is IPv4 only");
 	if (parse_ipv4(v->valuestring, true, &addr, &prefix) < 0)
-		return bad_value(c, path, v, "is not an IPv4 CIDR (use \"198.18.0.0/24\")");
+		return sr_pol_bad_value(c, path, v, "is not an IPv4 CIDR (use \"198.18.0.0/24\")");
 	uint32_t mask = prefix ? ~0u << (32 - prefix) : 0;
 	if (addr & ~mask)
-		return bad_value(c, path, v, "has host bits set beyond /%u", prefix);
+		return sr_pol_bad_value(c, path, v, "has host bits set beyond /%u", prefix);
 	char text[INET_ADDRSTRLEN + 4];
 	struct in_addr na = { .s_addr = htonl(addr) };
 	inet_ntop(AF_INET, &na, text, sizeof text);
 	snprintf(text + strlen(text), sizeof text - strlen(text), "/%u", prefix);
-	return (a->cidr = strdup(text)) ? 0 : oom(c);
+	return (a->cidr = strdup(text)) ? 0 : sr_pol_oom(c);
 }
 
 /* A DNS name (letters, digits, '-', '.'), resolved later on the host. */
 static int net_host(const struct ctx *c, const char *path, const cJSON *v, sr_net_allow *a)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	const char *s = v->valuestring;
 	size_t n = strlen(s);
@@ -886,8 +889,9 @@ static int net_host(const struct ctx *c, const char *path, const cJSON *v, sr_ne
 	for (size_t i = 0; ok && i < n; i++)
 		ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '.';
 	if (!ok)
-		return bad_value(c, path, v, "is not a host name (letters, digits, '-' and '.')");
-	return (a->host = strdup(s)) ? 0 : oom(c);
+		return sr_pol_bad_value(c, path, v,
+					"is not a host name (letters, digits, '-' and '.')");
+	return (a->host = strdup(s)) ? 0 : sr_pol_oom(c);
 }
 
 static int net_ports(const struct ctx *c, const char *path, const cJSON *v, sr_net_allow *a)
@@ -896,20 +900,20 @@ static int net_ports(const struct ctx *c, const char *path, const cJSON *v, sr_n
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "*") == 0)
 		return 0;
 	if (!cJSON_IsArray(v) || !v->child)
-		return bad_type(c, path, v, "\"*\" or a non-empty array of ports");
+		return sr_pol_bad_type(c, path, v, "\"*\" or a non-empty array of ports");
 	if (cJSON_GetArraySize(v) > SR_NET_MAX_PORTS)
-		return bad(c, path, "%d ports, at most %d (use \"*\")", cJSON_GetArraySize(v),
-			   SR_NET_MAX_PORTS);
+		return sr_pol_bad(c, path, "%d ports, at most %d (use \"*\")",
+				  cJSON_GetArraySize(v), SR_NET_MAX_PORTS);
 	for (const cJSON *it = v->child; it; it = it->next) {
 		uint64_t port;
-		path_index(sub, path, a->n_ports);
-		if (get_u64(c, sub, it, 65535, 0, &port) < 0)
+		sr_pol_path_index(sub, path, a->n_ports);
+		if (sr_pol_get_u64(c, sub, it, 65535, 0, &port) < 0)
 			return -1;
 		if (port == 0)
-			return bad_value(c, sub, it, "is not a port (1 to 65535)");
+			return sr_pol_bad_value(c, sub, it, "is not a port (1 to 65535)");
 		for (size_t i = 0; i < a->n_ports; i++)
 			if (a->ports[i] == port)
-				return bad_value(c, sub, it, "is listed twice");
+				return sr_pol_bad_value(c, sub, it, "is listed twice");
 		a->ports[a->n_ports++] = (uint16_t)port;
 	}
 	return 0;
@@ -927,26 +931,26 @@ static const struct field net_allow_keys[] = {
 static int net_allow_entry(const struct ctx *c, const char *path, const cJSON *obj, sr_net_allow *a)
 {
 	char sub[PATH_BUF];
-	const cJSON *cidr = get(obj, "cidr"), *host = get(obj, "host"), *v;
+	const cJSON *cidr = sr_pol_get(obj, "cidr"), *host = sr_pol_get(obj, "host"), *v;
 
-	if (check_keys(c, path, obj, net_allow_keys, ARRAY_LEN(net_allow_keys)) < 0)
+	if (sr_pol_check_keys(c, path, obj, net_allow_keys, ARRAY_LEN(net_allow_keys)) < 0)
 		return -1;
 	if (!cidr == !host)
-		return bad(c, path, "needs exactly one of \"cidr\" and \"host\"");
-	path_key(sub, path, cidr ? "cidr" : "host");
+		return sr_pol_bad(c, path, "needs exactly one of \"cidr\" and \"host\"");
+	sr_pol_path_key(sub, path, cidr ? "cidr" : "host");
 	if (cidr ? net_cidr(c, sub, cidr, a) < 0 : net_host(c, sub, host, a) < 0)
 		return -1;
-	path_key(sub, path, "ports");
-	if (!(v = get(obj, "ports")))
-		return bad(c, sub, "missing (a list of ports, or \"*\" for every port)");
+	sr_pol_path_key(sub, path, "ports");
+	if (!(v = sr_pol_get(obj, "ports")))
+		return sr_pol_bad(c, sub, "missing (a list of ports, or \"*\" for every port)");
 	if (net_ports(c, sub, v, a) < 0)
 		return -1;
-	path_key(sub, path, "proto");
-	if ((v = get(obj, "proto"))) {
-		if (want_string(c, sub, v) < 0)
+	sr_pol_path_key(sub, path, "proto");
+	if ((v = sr_pol_get(obj, "proto"))) {
+		if (sr_pol_want_string(c, sub, v) < 0)
 			return -1;
 		if (strcmp(v->valuestring, "tcp") != 0 && strcmp(v->valuestring, "udp") != 0)
-			return bad_value(c, sub, v, "is not a protocol (known: tcp, udp)");
+			return sr_pol_bad_value(c, sub, v, "is not a protocol (known: tcp, udp)");
 		a->proto = v->valuestring[0] == 'u' ? SR_NET_UDP : SR_NET_TCP;
 	}
 	return 0;
@@ -958,14 +962,14 @@ static int net_allow(const struct ctx *c, const cJSON *arr, sr_net_policy *n)
 	char path[PATH_BUF];
 
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, base, arr, "an array of destinations");
+		return sr_pol_bad_type(c, base, arr, "an array of destinations");
 	if (cJSON_GetArraySize(arr) > SR_NET_MAX_ALLOW)
-		return bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr),
-			   SR_NET_MAX_ALLOW);
+		return sr_pol_bad(c, base, "%d entries, at most %d", cJSON_GetArraySize(arr),
+				  SR_NET_MAX_ALLOW);
 	if (!(n->allow = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *n->allow)))
-		return oom(c);
+		return sr_pol_oom(c);
 	for (const cJSON *it = arr->child; it; it = it->next) {
-		path_index(path, base, n->n_allow);
+		sr_pol_path_index(path, base, n->n_allow);
 		if (net_allow_entry(c, path, it, &n->allow[n->n_allow++]) < 0)
 			return -1;
 	}
@@ -982,28 +986,29 @@ static int net_dns(const struct ctx *c, const cJSON *v, sr_net_policy *n)
 		return 0;
 	}
 	if (!cJSON_IsArray(v))
-		return bad_type(c, base, v, "true, false or an array of resolver addresses");
+		return sr_pol_bad_type(c, base, v, "true, false or an array of resolver addresses");
 	if (cJSON_GetArraySize(v) > SR_NET_MAX_DNS)
-		return bad(c, base, "%d resolvers, at most %d", cJSON_GetArraySize(v),
-			   SR_NET_MAX_DNS);
+		return sr_pol_bad(c, base, "%d resolvers, at most %d", cJSON_GetArraySize(v),
+				  SR_NET_MAX_DNS);
 	for (const cJSON *it = v->child; it; it = it->next) {
 		uint32_t addr;
 		unsigned prefix;
-		path_index(path, base, n->n_dns);
-		if (want_string(c, path, it) < 0)
+		sr_pol_path_index(path, base, n->n_dns);
+		if (sr_pol_want_string(c, path, it) < 0)
 			return -1;
 		if (parse_ipv4(it->valuestring, false, &addr, &prefix) < 0)
-			return bad_value(c, path, it,
-					 "is not an IPv4 address (use \"198.18.0.53\")");
+			return sr_pol_bad_value(c, path, it,
+						"is not an IPv4 address (use \"198.18.0.53\")");
 		if ((addr >> 24) == 127)
-			return bad_value(c, path, it,
-					 "is a loopback address: the sandbox has its own lo, "
-					 "the host's resolvers on 127.0.0.0/8 are out of reach");
+			return sr_pol_bad_value(
+			    c, path, it,
+			    "is a loopback address: the sandbox has its own lo, "
+			    "the host's resolvers on 127.0.0.0/8 are out of reach");
 		for (size_t i = 0; i < n->n_dns; i++)
 			if (strcmp(n->dns[i], it->valuestring) == 0)
-				return bad_value(c, path, it, "is listed twice");
+				return sr_pol_bad_value(c, path, it, "is listed twice");
 		if (!(n->dns[n->n_dns++] = strdup(it->valuestring)))
-			return oom(c);
+			return sr_pol_oom(c);
 	}
 	return 0;
 }
@@ -1028,29 +1033,29 @@ static int parse_network(const struct ctx *c, const struct field *f, const char 
 	const cJSON *v;
 	int rc = -1;
 
-	path_key(sub, path, "mode");
-	if ((v = get(obj, "mode"))) {
-		if (field_value(c, sub, mode_field, v, &x) < 0)
+	sr_pol_path_key(sub, path, "mode");
+	if ((v = sr_pol_get(obj, "mode"))) {
+		if (sr_pol_field_value(c, sub, mode_field, v, &x) < 0)
 			return -1;
 		mode = (sr_net_mode)x;
 	}
-	if ((v = get(obj, "allow")) && net_allow(c, v, &n) < 0)
+	if ((v = sr_pol_get(obj, "allow")) && net_allow(c, v, &n) < 0)
 		goto out;
-	if ((v = get(obj, "dns")) && net_dns(c, v, &n) < 0)
+	if ((v = sr_pol_get(obj, "dns")) && net_dns(c, v, &n) < 0)
 		goto out;
 	if (mode == SR_NET_NONE && (n.n_allow || n.n_dns || n.dns_host)) {
-		bad(c, n.n_allow ? "policy.network.allow" : "policy.network.dns",
-		    "needs \"mode\": \"egress\" (mode \"none\" has only lo)");
+		sr_pol_bad(c, n.n_allow ? "policy.network.allow" : "policy.network.dns",
+			   "needs \"mode\": \"egress\" (mode \"none\" has only lo)");
 		goto out;
 	}
 	/* allow and dns, when given, replace what the policy had */
-	if (get(obj, "allow")) {
+	if (sr_pol_get(obj, "allow")) {
 		sr_net_allow *old = p->net.allow;
 		size_t n_old = p->net.n_allow;
 		p->net.allow = n.allow, p->net.n_allow = n.n_allow;
 		n.allow = old, n.n_allow = n_old;
 	}
-	if (get(obj, "dns")) {
+	if (sr_pol_get(obj, "dns")) {
 		sr_net_policy old = p->net;
 		p->net.dns_host = n.dns_host, p->net.n_dns = n.n_dns;
 		memcpy(p->net.dns, n.dns, sizeof n.dns);
@@ -1058,11 +1063,11 @@ static int parse_network(const struct ctx *c, const struct field *f, const char 
 		memcpy(n.dns, old.dns, sizeof n.dns);
 	}
 	if (mode == SR_NET_NONE)
-		net_policy_free(&p->net);
+		sr_pol_net_policy_free(&p->net);
 	p->net_mode = mode;
 	rc = 0;
 out:
-	net_policy_free(&n);
+	sr_pol_net_policy_free(&n);
 	return rc;
 }
 
@@ -1075,19 +1080,19 @@ static char *env_entry(const struct ctx *c, const cJSON *it)
 	if (it->string[0] == '\0' || strchr(it->string, '=')) {
 		char key[SHOW_MAX];
 		snprintf(key, sizeof key, "%s", it->string);
-		bad(c, base, "\"%s\" is not a variable name (it must be non-empty, without =)",
-		    key);
+		sr_pol_bad(c, base,
+			   "\"%s\" is not a variable name (it must be non-empty, without =)", key);
 		return NULL;
 	}
-	path_key(path, base, it->string);
-	if (want_string(c, path, it) < 0)
+	sr_pol_path_key(path, base, it->string);
+	if (sr_pol_want_string(c, path, it) < 0)
 		return NULL;
 	if (strlen(it->string) + 1 + strlen(it->valuestring) > MAX_ENV_ENTRY) {
-		bad(c, path, "is too long (at most %d bytes with its name)", MAX_ENV_ENTRY);
+		sr_pol_bad(c, path, "is too long (at most %d bytes with its name)", MAX_ENV_ENTRY);
 		return NULL;
 	}
 	if (asprintf(&kv, "%s=%s", it->string, it->valuestring) < 0) {
-		oom(c);
+		sr_pol_oom(c);
 		return NULL;
 	}
 	return kv;
@@ -1105,31 +1110,31 @@ static int parse_env(const struct ctx *c, const struct field *f, const char *whe
 	int rc = -1;
 
 	if (!cJSON_IsObject(obj))
-		return bad_type(c, base, obj, "an object of strings");
+		return sr_pol_bad_type(c, base, obj, "an object of strings");
 	if (n_items > MAX_ENV)
-		return bad(c, base, "%d variables, at most %d", n_items, MAX_ENV);
+		return sr_pol_bad(c, base, "%d variables, at most %d", n_items, MAX_ENV);
 	v = calloc((size_t)n_items + 1, sizeof *v);
 	if (!v)
-		return oom(c);
+		return sr_pol_oom(c);
 	for (const cJSON *it = obj->child; it; it = it->next) {
 		for (const cJSON *j = obj->child; j != it; j = j->next)
 			if (strcmp(j->string, it->string) == 0) {
 				char path[PATH_BUF];
-				path_key(path, base, it->string);
-				bad(c, path, "appears twice");
+				sr_pol_path_key(path, base, it->string);
+				sr_pol_bad(c, path, "appears twice");
 				goto out;
 			}
 		if (!(v[n] = env_entry(c, it)))
 			goto out;
 		n++;
 	}
-	strv_free(p->env, p->n_env);
+	sr_pol_strv_free(p->env, p->n_env);
 	p->env = v;
 	p->n_env = n;
 	v = NULL;
 	rc = 0;
 out:
-	strv_free(v, n);
+	sr_pol_strv_free(v, n);
 	return rc;
 }
 
@@ -1140,14 +1145,14 @@ static int parse_action(const struct ctx *c, const char *path, const cJSON *obj,
 			const char *ekey, sr_seccomp_action *out)
 {
 	char sub[PATH_BUF];
-	const cJSON *act = get(obj, akey), *errno_ret = get(obj, ekey);
+	const cJSON *act = sr_pol_get(obj, akey), *errno_ret = sr_pol_get(obj, ekey);
 	size_t i = 0;
 	uint64_t e = 1; /* EPERM when errnoRet is omitted, as in the OCI spec */
 
 	if (!act)
-		return bad(c, path, "missing \"%s\"", akey);
-	path_key(sub, path, akey);
-	if (want_string(c, sub, act) < 0)
+		return sr_pol_bad(c, path, "missing \"%s\"", akey);
+	sr_pol_path_key(sub, path, akey);
+	if (sr_pol_want_string(c, sub, act) < 0)
 		return -1;
 	while (i < ARRAY_LEN(actions) && strcmp(actions[i].name, act->valuestring) != 0)
 		i++;
@@ -1156,13 +1161,13 @@ static int parse_action(const struct ctx *c, const char *path, const cJSON *obj,
 		char list[256];
 		for (size_t j = 0; j < ARRAY_LEN(actions); j++)
 			names[j] = actions[j].name;
-		join_names(list, sizeof list, names, ARRAY_LEN(actions));
-		return bad_value(c, sub, act, "is not an action (known: %s)", list);
+		sr_pol_join_names(list, sizeof list, names, ARRAY_LEN(actions));
+		return sr_pol_bad_value(c, sub, act, "is not an action (known: %s)", list);
 	}
-	path_key(sub, path, ekey);
+	sr_pol_path_key(sub, path, ekey);
 	if (errno_ret && actions[i].kind != SR_SCMP_ERRNO)
-		return bad(c, sub, "only applies to SCMP_ACT_ERRNO");
-	if (errno_ret && get_u64(c, sub, errno_ret, MAX_ERRNO_RET, 0, &e) < 0)
+		return sr_pol_bad(c, sub, "only applies to SCMP_ACT_ERRNO");
+	if (errno_ret && sr_pol_get_u64(c, sub, errno_ret, MAX_ERRNO_RET, 0, &e) < 0)
 		return -1;
 	*out = (sr_seccomp_action){ actions[i].kind,
 				    actions[i].kind == SR_SCMP_ERRNO ? (uint32_t)e : 0 };
@@ -1173,15 +1178,15 @@ static int parse_op(const struct ctx *c, const char *path, const cJSON *v, sr_se
 {
 	char list[256];
 
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(op_names); i++)
 		if (strcmp(op_names[i], v->valuestring) == 0) {
 			*out = (sr_seccomp_op)i;
 			return 0;
 		}
-	join_names(list, sizeof list, op_names, ARRAY_LEN(op_names));
-	return bad_value(c, path, v, "is not an operator (known: %s)", list);
+	sr_pol_join_names(list, sizeof list, op_names, ARRAY_LEN(op_names));
+	return sr_pol_bad_value(c, path, v, "is not an operator (known: %s)", list);
 }
 
 /* The keys of one argument comparison of a seccomp rule, and of a rule. */
@@ -1206,24 +1211,26 @@ static int parse_arg(const struct ctx *c, const char *path, const cJSON *obj, sr
 	uint64_t index;
 	const cJSON *v;
 
-	if (check_keys(c, path, obj, seccomp_arg_keys, ARRAY_LEN(seccomp_arg_keys)) < 0)
+	if (sr_pol_check_keys(c, path, obj, seccomp_arg_keys, ARRAY_LEN(seccomp_arg_keys)) < 0)
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(required); i++)
-		if (!get(obj, required[i]))
-			return bad(c, path, "missing \"%s\"", required[i]);
-	path_key(sub, path, "index");
-	if (get_u64(c, sub, get(obj, "index"), SR_SECCOMP_MAX_ARGS - 1, 0, &index) < 0)
+		if (!sr_pol_get(obj, required[i]))
+			return sr_pol_bad(c, path, "missing \"%s\"", required[i]);
+	sr_pol_path_key(sub, path, "index");
+	if (sr_pol_get_u64(c, sub, sr_pol_get(obj, "index"), SR_SECCOMP_MAX_ARGS - 1, 0, &index) <
+	    0)
 		return -1;
 	a->index = (uint32_t)index;
-	path_key(sub, path, "value");
-	if (get_u64(c, sub, get(obj, "value"), UINT64_MAX, 1, &a->value) < 0)
+	sr_pol_path_key(sub, path, "value");
+	if (sr_pol_get_u64(c, sub, sr_pol_get(obj, "value"), UINT64_MAX, 1, &a->value) < 0)
 		return -1;
 	a->value_two = 0;
-	path_key(sub, path, "valueTwo");
-	if ((v = get(obj, "valueTwo")) && get_u64(c, sub, v, UINT64_MAX, 1, &a->value_two) < 0)
+	sr_pol_path_key(sub, path, "valueTwo");
+	if ((v = sr_pol_get(obj, "valueTwo")) &&
+	    sr_pol_get_u64(c, sub, v, UINT64_MAX, 1, &a->value_two) < 0)
 		return -1;
-	path_key(sub, path, "op");
-	return parse_op(c, sub, get(obj, "op"), &a->op);
+	sr_pol_path_key(sub, path, "op");
+	return parse_op(c, sub, sr_pol_get(obj, "op"), &a->op);
 }
 
 static int parse_args(const struct ctx *c, const char *path, const cJSON *arr, sr_seccomp_rule *r)
@@ -1232,18 +1239,18 @@ static int parse_args(const struct ctx *c, const char *path, const cJSON *arr, s
 	int n = cJSON_GetArraySize(arr);
 
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, path, arr, "an array of argument comparisons");
+		return sr_pol_bad_type(c, path, arr, "an array of argument comparisons");
 	if (n > SR_SECCOMP_MAX_ARGS)
-		return bad(c, path, "%d comparisons, at most %d", n, SR_SECCOMP_MAX_ARGS);
+		return sr_pol_bad(c, path, "%d comparisons, at most %d", n, SR_SECCOMP_MAX_ARGS);
 	for (const cJSON *it = arr->child; it; it = it->next) {
-		path_index(sub, path, r->n_args);
+		sr_pol_path_index(sub, path, r->n_args);
 		sr_seccomp_arg *a = &r->args[r->n_args];
 		if (parse_arg(c, sub, it, a) < 0)
 			return -1;
 		for (size_t j = 0; j < r->n_args; j++)
 			if (r->args[j].index == a->index) {
-				path_key(index_path, sub, "index");
-				return bad(
+				sr_pol_path_key(index_path, sub, "index");
+				return sr_pol_bad(
 				    c, index_path,
 				    "argument %u is already compared in this rule (libseccomp "
 				    "takes one comparison per argument: split the rule)",
@@ -1260,18 +1267,18 @@ static int parse_names(const struct ctx *c, const char *path, const cJSON *arr, 
 	int n = cJSON_GetArraySize(arr);
 
 	if (!cJSON_IsArray(arr) || n == 0)
-		return bad_type(c, path, arr, "a non-empty array of syscall names");
+		return sr_pol_bad_type(c, path, arr, "a non-empty array of syscall names");
 	r->names = calloc((size_t)n, sizeof *r->names);
 	if (!r->names)
-		return oom(c);
+		return sr_pol_oom(c);
 	for (const cJSON *it = arr->child; it; it = it->next) {
-		path_index(sub, path, r->n_names);
-		if (want_string(c, sub, it) < 0)
+		sr_pol_path_index(sub, path, r->n_names);
+		if (sr_pol_want_string(c, sub, it) < 0)
 			return -1;
 		if (sr_seccomp_known(it->valuestring) < 0)
-			return bad_value(c, sub, it, "is not a syscall libseccomp knows");
+			return sr_pol_bad_value(c, sub, it, "is not a syscall libseccomp knows");
 		if (!(r->names[r->n_names] = strdup(it->valuestring)))
-			return oom(c);
+			return sr_pol_oom(c);
 		r->n_names++;
 	}
 	return 0;
@@ -1282,17 +1289,17 @@ static int parse_rule(const struct ctx *c, const char *path, const cJSON *obj, s
 	char sub[PATH_BUF];
 	const cJSON *v;
 
-	if (check_keys(c, path, obj, seccomp_rule_keys, ARRAY_LEN(seccomp_rule_keys)) < 0)
+	if (sr_pol_check_keys(c, path, obj, seccomp_rule_keys, ARRAY_LEN(seccomp_rule_keys)) < 0)
 		return -1;
-	if (!get(obj, "names"))
-		return bad(c, path, "missing \"names\"");
-	path_key(sub, path, "names");
-	if (parse_names(c, sub, get(obj, "names"), r) < 0)
+	if (!sr_pol_get(obj, "names"))
+		return sr_pol_bad(c, path, "missing \"names\"");
+	sr_pol_path_key(sub, path, "names");
+	if (parse_names(c, sub, sr_pol_get(obj, "names"), r) < 0)
 		return -1;
 	if (parse_action(c, path, obj, "action", "errnoRet", &r->action) < 0)
 		return -1;
-	path_key(sub, path, "args");
-	if ((v = get(obj, "args")) && parse_args(c, sub, v, r) < 0)
+	sr_pol_path_key(sub, path, "args");
+	if ((v = sr_pol_get(obj, "args")) && parse_args(c, sub, v, r) < 0)
 		return -1;
 	return 0;
 }
@@ -1302,7 +1309,7 @@ static size_t count_names(const cJSON *rules)
 	size_t n = 0;
 
 	for (const cJSON *it = rules->child; it; it = it->next)
-		n += (size_t)cJSON_GetArraySize(get(it, "names"));
+		n += (size_t)cJSON_GetArraySize(sr_pol_get(it, "names"));
 	return n;
 }
 
@@ -1313,17 +1320,17 @@ static int parse_rules(const struct ctx *c, const cJSON *arr, sr_seccomp_policy 
 	int n = cJSON_GetArraySize(arr);
 
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, base, arr, "an array of rules");
+		return sr_pol_bad_type(c, base, arr, "an array of rules");
 	if (n > MAX_RULES)
-		return bad(c, base, "%d rules, at most %d", n, MAX_RULES);
+		return sr_pol_bad(c, base, "%d rules, at most %d", n, MAX_RULES);
 	if (count_names(arr) > MAX_NAMES)
-		return bad(c, base, "%zu syscall names in all rules, at most %d", count_names(arr),
-			   MAX_NAMES);
+		return sr_pol_bad(c, base, "%zu syscall names in all rules, at most %d",
+				  count_names(arr), MAX_NAMES);
 	s->rules = calloc((size_t)n + 1, sizeof *s->rules);
 	if (!s->rules)
-		return oom(c);
+		return sr_pol_oom(c);
 	for (const cJSON *it = arr->child; it; it = it->next) {
-		path_index(path, base, s->n_rules);
+		sr_pol_path_index(path, base, s->n_rules);
 		/* counted first, so a half-parsed rule is freed with the rest */
 		sr_seccomp_rule *r = &s->rules[s->n_rules++];
 		if (parse_rule(c, path, it, r) < 0)
@@ -1375,12 +1382,13 @@ static int check_group(const struct ctx *c, const sr_seccomp_policy *s, const st
 		snprintf(path, sizeof path, "policy.seccomp.syscalls[%zu].names[%zu]", later->rule,
 			 later->index);
 		if (r->n_args)
-			return bad(c, path,
-				   "\"%s\" has a rule with args and one without (syscalls[%zu]); "
-				   "libseccomp would ignore the args: give every rule for it args",
-				   g[i].name, other);
+			return sr_pol_bad(
+			    c, path,
+			    "\"%s\" has a rule with args and one without (syscalls[%zu]); "
+			    "libseccomp would ignore the args: give every rule for it args",
+			    g[i].name, other);
 		if (!same_action(r->action, s->rules[g[u].rule].action))
-			return bad(
+			return sr_pol_bad(
 			    c, path,
 			    "\"%s\" already has a rule with a different action (syscalls[%zu])",
 			    g[i].name, other);
@@ -1397,7 +1405,7 @@ static int check_conflicts(const struct ctx *c, const sr_seccomp_policy *s)
 		n += s->rules[i].n_names;
 	struct name_ref *refs = calloc(n + 1, sizeof *refs);
 	if (!refs)
-		return oom(c);
+		return sr_pol_oom(c);
 	for (size_t i = 0; i < s->n_rules; i++)
 		for (size_t j = 0; j < s->rules[i].n_names; j++)
 			refs[k++] = (struct name_ref){ s->rules[i].names[j], i, j };
@@ -1437,16 +1445,16 @@ static int parse_seccomp(const struct ctx *c, const struct field *f, const char 
 	(void)f;
 	if (parse_action(c, path, obj, "defaultAction", "defaultErrnoRet", &s.default_action) < 0)
 		goto out;
-	if ((v = get(obj, "syscalls")) && parse_rules(c, v, &s) < 0)
+	if ((v = sr_pol_get(obj, "syscalls")) && parse_rules(c, v, &s) < 0)
 		goto out;
 	if (check_conflicts(c, &s) < 0 || (c->compile && check_compiles(c, &s) < 0))
 		goto out;
-	seccomp_free(&p->seccomp);
+	sr_pol_seccomp_free(&p->seccomp);
 	p->seccomp = s;
 	s = (sr_seccomp_policy){ 0 };
 	rc = 0;
 out:
-	seccomp_free(&s);
+	sr_pol_seccomp_free(&s);
 	return rc;
 }
 
@@ -1458,7 +1466,7 @@ static void rule_ids(char *buf, size_t n)
 
 	for (size_t i = 0; i < SR_R_COUNT; i++)
 		ids[i] = sr_rule_table[i].id;
-	join_names(buf, n, ids, SR_R_COUNT);
+	sr_pol_join_names(buf, n, ids, SR_R_COUNT);
 }
 
 /* A rule id or name, a dotted Python name (eval, os.system, __import__)
@@ -1471,19 +1479,19 @@ static int check_allow_entry(const struct ctx *c, const char *path, const cJSON 
 
 	(void)before, (void)n_before; /* the same name twice is harmless */
 
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	const char *s = v->valuestring;
 	size_t len = strlen(s);
 	if (len == 0 || len > MAX_ALLOW_NAME ||
 	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != len)
-		return bad_value(
+		return sr_pol_bad_value(
 		    c, path, v,
 		    "is not a rule id, rule name or Python name (e.g. SR201, eval, os.system)");
 	if (s[0] == 'S' && s[1] == 'R' && len > 2 && strspn(s + 2, "0123456789") == len - 2 &&
 	    sr_rule_find(s) < 0) {
 		rule_ids(list, sizeof list);
-		return bad_value(c, path, v, "is not a rule (known: %s)", list);
+		return sr_pol_bad_value(c, path, v, "is not a rule (known: %s)", list);
 	}
 	return 0;
 }
@@ -1521,21 +1529,22 @@ static int parse_rule_switches(const struct ctx *c, const struct field *f, const
 
 	(void)f;
 	if (!cJSON_IsObject(obj))
-		return bad_type(c, base, obj, "an object of rule ids and true/false");
+		return sr_pol_bad_type(c, base, obj, "an object of rule ids and true/false");
 	for (const cJSON *k = obj->child; k; k = k->next) {
-		path_key(path, base, k->string);
+		sr_pol_path_key(path, base, k->string);
 		for (const cJSON *j = obj->child; j != k; j = j->next)
 			if (strcmp(j->string, k->string) == 0)
-				return bad(c, path, "appears twice");
+				return sr_pol_bad(c, path, "appears twice");
 		int r = sr_rule_find(k->string);
 		if (r < 0) {
 			rule_ids(list, sizeof list);
-			return bad(c, path, "unknown rule (known: %s, or their names)", list);
+			return sr_pol_bad(c, path, "unknown rule (known: %s, or their names)",
+					  list);
 		}
 		if (!cJSON_IsBool(k))
-			return bad_type(c, path, k, "true or false");
+			return sr_pol_bad_type(c, path, k, "true or false");
 		if (set_rule(p, r, cJSON_IsTrue(k)) < 0)
-			return oom(c);
+			return sr_pol_oom(c);
 	}
 	return 0;
 }
@@ -1565,16 +1574,17 @@ static int is_module_name(const char *s)
 static int check_preload_entry(const struct ctx *c, const char *path, const cJSON *v,
 			       char *const *before, size_t n_before)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	if (strlen(v->valuestring) > MAX_MODULE_NAME)
-		return bad_value(c, path, v, "is longer than %d characters", MAX_MODULE_NAME);
+		return sr_pol_bad_value(c, path, v, "is longer than %d characters",
+					MAX_MODULE_NAME);
 	if (!is_module_name(v->valuestring))
-		return bad_value(c, path, v,
-				 "is not a Python module name (letters, digits and _, not "
-				 "starting with a digit, parts joined by dots: numpy, "
-				 "matplotlib.pyplot)");
-	return listed_before(c, path, v, before, n_before);
+		return sr_pol_bad_value(c, path, v,
+					"is not a Python module name (letters, digits and _, not "
+					"starting with a digit, parts joined by dots: numpy, "
+					"matplotlib.pyplot)");
+	return sr_pol_listed_before(c, path, v, before, n_before);
 }
 
 /* The languages with a warm path, by bit (warm.languages). */
@@ -1594,25 +1604,26 @@ static int parse_warm_languages(const struct ctx *c, const struct field *f, cons
 
 	(void)f;
 	if (!cJSON_IsArray(arr))
-		return bad_type(c, path, arr, "an array of languages (python, javascript)");
+		return sr_pol_bad_type(c, path, arr, "an array of languages (python, javascript)");
 	for (const cJSON *it = arr->child; it; it = it->next, i++) {
-		path_index(at, path, i);
-		if (want_string(c, at, it) < 0)
+		sr_pol_path_index(at, path, i);
+		if (sr_pol_want_string(c, at, it) < 0)
 			return -1;
 		unsigned bit = 0;
 		for (unsigned l = 0; l < N_WARM_LANGUAGES; l++)
 			if (strcmp(it->valuestring, warm_language_names[l]) == 0)
 				bit = 1u << l;
 		if (!bit)
-			return bad_value(c, at, it,
-					 "is not a language with a warm path (known: python, "
-					 "javascript; bash always runs cold)");
+			return sr_pol_bad_value(
+			    c, at, it,
+			    "is not a language with a warm path (known: python, "
+			    "javascript; bash always runs cold)");
 		if (set & bit)
-			return bad_value(c, at, it, "is listed twice");
+			return sr_pol_bad_value(c, at, it, "is listed twice");
 		set |= bit;
 	}
 	if (!set)
-		return bad(
+		return sr_pol_bad(
 		    c, path,
 		    "an empty list: name python, javascript or both (or set enabled to false)");
 	p->warm.languages = set;
@@ -1623,13 +1634,13 @@ static int parse_warmup(const struct ctx *c, const struct field *f, const char *
 			const cJSON *v, sr_policy *p)
 {
 	(void)f;
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	size_t n = strlen(v->valuestring);
 	if (n > MAX_WARMUP_BYTES)
-		return bad(c, path, "%zu bytes, at most %u", n, MAX_WARMUP_BYTES);
-	if (replace_str(&p->warm.warmup, v->valuestring) < 0)
-		return bad(c, path, "out of memory");
+		return sr_pol_bad(c, path, "%zu bytes, at most %u", n, MAX_WARMUP_BYTES);
+	if (sr_pol_replace_str(&p->warm.warmup, v->valuestring) < 0)
+		return sr_pol_bad(c, path, "out of memory");
 	return 0;
 }
 
@@ -1641,11 +1652,11 @@ static int parse_pool_size(const struct ctx *c, const struct field *f, const cha
 
 	(void)f;
 	if (cJSON_IsString(v) && !is_auto)
-		return bad_value(c, path, v,
-				 "is not a pool size (a whole number from 0 to %d, or "
-				 "\"auto\": sized from the machine)",
-				 MAX_POOL_SIZE);
-	if (!is_auto && get_u64(c, path, v, MAX_POOL_SIZE, 0, &pool) < 0)
+		return sr_pol_bad_value(c, path, v,
+					"is not a pool size (a whole number from 0 to %d, or "
+					"\"auto\": sized from the machine)",
+					MAX_POOL_SIZE);
+	if (!is_auto && sr_pol_get_u64(c, path, v, MAX_POOL_SIZE, 0, &pool) < 0)
 		return -1;
 	p->warm.pool_size_auto = is_auto;
 	p->warm.pool_size = is_auto ? 0 : (unsigned)pool;
@@ -1660,23 +1671,23 @@ static int check_dep_name(const struct ctx *c, const char *path, const cJSON *v,
 {
 	char norm[160];
 	sr_error e = { 0 };
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	if (strcmp(v->valuestring, "*") != 0 &&
 	    (sr_deps_check_requirement(v->valuestring, 0, norm, sizeof norm, &e) < 0 ||
 	     strpbrk(v->valuestring, "<>=!~ ,")))
-		return bad_value(c, path, v,
-				 "is not a package name (letters, digits and . _ -, e.g. "
-				 "\"scikit-learn\"; or \"*\" for any)");
-	return listed_before(c, path, v, before, n_before);
+		return sr_pol_bad_value(c, path, v,
+					"is not a package name (letters, digits and . _ -, e.g. "
+					"\"scikit-learn\"; or \"*\" for any)");
+	return sr_pol_listed_before(c, path, v, before, n_before);
 }
 
 /* Names are stored normalised, as requirements are compared: after
  * dependencies.allow and .ignore are read. */
 static int normalise_names(const struct ctx *c, const struct field *f, sr_policy *p)
 {
-	char **v = *field_strv(p, f);
-	size_t n = *field_count(p, f);
+	char **v = *sr_pol_field_strv(p, f);
+	size_t n = *sr_pol_field_count(p, f);
 
 	(void)c;
 	for (size_t i = 0; i < n; i++) {
@@ -1701,26 +1712,26 @@ static int parse_dep_cache(const struct ctx *c, const struct field *f, const cha
 		return 0;
 	}
 	if (!cJSON_IsString(v))
-		return bad_type(c, path, v, "true, false or an absolute path");
-	if (check_abs_path(c, path, v) < 0)
+		return sr_pol_bad_type(c, path, v, "true, false or an absolute path");
+	if (sr_pol_check_abs_path(c, path, v) < 0)
 		return -1;
 	if (strcmp(v->valuestring, "/") == 0)
-		return bad_value(c, path, v, "cannot be /");
+		return sr_pol_bad_value(c, path, v, "cannot be /");
 	d->cache = true;
-	return replace_str(&d->cache_dir, v->valuestring) < 0 ? oom(c) : 0;
+	return sr_pol_replace_str(&d->cache_dir, v->valuestring) < 0 ? sr_pol_oom(c) : 0;
 }
 
 static int check_index_url(const struct ctx *c, const char *path, const cJSON *v)
 {
-	if (want_string(c, path, v) < 0)
+	if (sr_pol_want_string(c, path, v) < 0)
 		return -1;
 	const char *s = v->valuestring, *why;
 	char host[256];
 	uint16_t port;
 	if (sr_deps_parse_index_url(s, host, sizeof host, &port, &why) < 0)
 		/* credentials are never echoed back */
-		return strchr(why, '@') ? bad(c, path, "%s", why)
-					: bad_value(c, path, v, "%s", why);
+		return strchr(why, '@') ? sr_pol_bad(c, path, "%s", why)
+					: sr_pol_bad_value(c, path, v, "%s", why);
 	return 0;
 }
 
@@ -1730,9 +1741,10 @@ static int check_index_ca(const struct ctx *c, const struct field *f, sr_policy 
 
 	(void)f;
 	if (d->index_ca && (!d->index_url || strncmp(d->index_url, "https://", 8) != 0))
-		return bad(c, "policy.dependencies.index_ca",
-			   "needs an https:// policy.dependencies.index_url (it is the CA pip "
-			   "checks that index's certificate with)");
+		return sr_pol_bad(
+		    c, "policy.dependencies.index_ca",
+		    "needs an https:// policy.dependencies.index_url (it is the CA pip "
+		    "checks that index's certificate with)");
 	return 0;
 }
 
@@ -1837,7 +1849,7 @@ static int add_env(cJSON *root, const struct field *f, const sr_policy *p)
 	return 0;
 }
 
-static int add_strings(cJSON *o, const char *key, char **v, size_t n);
+static int sr_pol_add_strings(cJSON *o, const char *key, char **v, size_t n);
 
 static cJSON *allow_json(const sr_net_allow *a)
 {
@@ -1864,13 +1876,13 @@ fail:
 	return NULL;
 }
 
-static int field_json(cJSON *parent, const struct field *f, const sr_policy *p);
+static int sr_pol_field_json(cJSON *parent, const struct field *f, const sr_policy *p);
 
 /* mode; allow and dns only in egress mode */
 static int add_network(cJSON *root, const struct field *f, const sr_policy *p)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, f->key);
-	if (!o || field_json(o, sub_field(f, "mode"), p) < 0)
+	if (!o || sr_pol_field_json(o, sub_field(f, "mode"), p) < 0)
 		return -1;
 	if (p->net_mode != SR_NET_EGRESS)
 		return 0;
@@ -1884,10 +1896,10 @@ static int add_network(cJSON *root, const struct field *f, const sr_policy *p)
 		return -1;
 	if (p->net.n_dns == 0)
 		return cJSON_AddBoolToObject(o, "dns", p->net.dns_host) ? 0 : -1;
-	return add_strings(o, "dns", (char **)p->net.dns, p->net.n_dns);
+	return sr_pol_add_strings(o, "dns", (char **)p->net.dns, p->net.n_dns);
 }
 
-static int add_strings(cJSON *o, const char *key, char **v, size_t n)
+static int sr_pol_add_strings(cJSON *o, const char *key, char **v, size_t n)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, key);
 
@@ -1951,7 +1963,7 @@ static int add_preset(cJSON *root, const struct field *f, const sr_policy *p)
 
 /* ---- the tables: one per section, in the order of the keys in messages and JSON ---- */
 
-static const struct field limits_fields[] = {
+static const struct field sr_pol_limits_fields[] = {
 	{ "wall_time", F_DURATION, AT(limits.wall_ms), .min = 10, .max = 24ULL * 3600 * 1000,
 	  .def = 20000 },
 	/* cgroup cpu.max takes at least 1 ms of CPU per 100 ms period */
@@ -1966,16 +1978,16 @@ static const struct field limits_fields[] = {
 	{ "open_files", F_COUNT, AT(limits.open_files), .min = 16, .max = 1048576, .def = 256 },
 };
 
-static const struct field filesystem_fields[] = {
+static const struct field sr_pol_filesystem_fields[] = {
 	{ "profile", F_STRING, AT(profile), .def_str = "datascience", .check = check_profile },
-	{ "workdir", F_STRING, AT(workdir), .def_str = "/work", .check = check_abs_path },
+	{ "workdir", F_STRING, AT(workdir), .def_str = "/work", .check = sr_pol_check_abs_path },
 	{ "writable", F_LIST, AT(writable), .off_n = offsetof(sr_policy, n_writable),
 	  .max = MAX_WRITABLE, .what = "an array of absolute paths",
 	  .entry = check_writable_entry },
 };
 
 /* parsed as a whole by parse_network; mode is a plain value */
-static const struct field network_fields[] = {
+static const struct field sr_pol_network_fields[] = {
 	{ "mode", F_ENUM, AT(net_mode), .def = SR_NET_NONE, .words = { "none", "egress" },
 	  .what = "is not a network mode (known: none, egress)" },
 	{ .key = "allow" },
@@ -1983,13 +1995,13 @@ static const struct field network_fields[] = {
 };
 
 /* parsed as a whole by parse_seccomp */
-static const struct field seccomp_fields[] = {
+static const struct field sr_pol_seccomp_fields[] = {
 	{ .key = "defaultAction" },
 	{ .key = "defaultErrnoRet" },
 	{ .key = "syscalls" },
 };
 
-static const struct field checker_fields[] = {
+static const struct field sr_pol_checker_fields[] = {
 	{ "enabled", F_BOOL, AT(checker.enabled), .def = true },
 	{ "allow", F_LIST, AT(checker.allow), .off_n = offsetof(sr_policy, checker.n_allow),
 	  .max = MAX_ALLOW, .what = "an array of names", .entry = check_allow_entry },
@@ -1999,7 +2011,7 @@ static const struct field checker_fields[] = {
 	  .def = 256 * MIB },
 };
 
-static const struct field warm_fields[] = {
+static const struct field sr_pol_warm_fields[] = {
 	{ "enabled", F_BOOL, AT(warm.enabled), .def = true },
 	{ "languages", AT(warm.languages), .def = 1u << SR_LANG_PYTHON,
 	  .parse = parse_warm_languages, .to_json = add_warm_languages },
@@ -2013,7 +2025,7 @@ static const struct field warm_fields[] = {
 	  .what = "is not a refill behaviour (known: idle, eager)" },
 };
 
-static const struct field dependencies_fields[] = {
+static const struct field sr_pol_dependencies_fields[] = {
 	{ "allow", F_LIST, AT(dependencies.allow),
 	  .off_n = offsetof(sr_policy, dependencies.n_allow), .max = MAX_DEP_NAMES,
 	  .what = "an array of package names (or [\"*\"])", .entry = check_dep_name,
@@ -2022,11 +2034,11 @@ static const struct field dependencies_fields[] = {
 	  .off_n = offsetof(sr_policy, dependencies.n_ignore), .max = MAX_DEP_NAMES,
 	  .what = "an array of package names", .entry = check_dep_name, .after = normalise_names },
 	{ "wheelhouse", F_STRING, AT(dependencies.wheelhouse), .nullable = true,
-	  .check = check_abs_path },
+	  .check = sr_pol_check_abs_path },
 	{ "index_url", F_STRING, AT(dependencies.index_url), .nullable = true,
 	  .check = check_index_url },
 	{ "index_ca", F_STRING, AT(dependencies.index_ca), .nullable = true,
-	  .check = check_abs_path, .after = check_index_ca },
+	  .check = sr_pol_check_abs_path, .after = check_index_ca },
 	{ "auto_detect", F_BOOL, AT(dependencies.auto_detect), .def = false },
 	{ "cache", .parse = parse_dep_cache, .to_json = add_dep_cache },
 	{ "cache_entries", F_UINT, AT(dependencies.cache_entries), .min = 1, .max = 100000,
@@ -2039,24 +2051,24 @@ static const struct field dependencies_fields[] = {
 	  .def = 512 * MIB },
 };
 
-static const struct field commands_fields[] = {
+static const struct field sr_pol_commands_fields[] = {
 	{ "enabled", F_BOOL, AT(commands_enabled), .def = true },
 };
 
 /* The document's top level, in the order sections are read and shown. */
 static const struct field document_fields[] = {
 	{ "preset", .parse = parse_preset, .to_json = add_preset },
-	{ "limits", F_OBJECT, SUB(limits_fields) },
-	{ "filesystem", F_OBJECT, SUB(filesystem_fields) },
-	{ "network", F_OBJECT, SUB(network_fields), .parse = parse_network,
+	{ "limits", F_OBJECT, SUB(sr_pol_limits_fields) },
+	{ "filesystem", F_OBJECT, SUB(sr_pol_filesystem_fields) },
+	{ "network", F_OBJECT, SUB(sr_pol_network_fields), .parse = parse_network,
 	  .to_json = add_network },
 	{ "environment", .parse = parse_env, .to_json = add_env },
-	{ "seccomp", F_OBJECT, SUB(seccomp_fields), .parse = parse_seccomp,
+	{ "seccomp", F_OBJECT, SUB(sr_pol_seccomp_fields), .parse = parse_seccomp,
 	  .to_json = add_seccomp },
-	{ "checker", F_OBJECT, SUB(checker_fields) },
-	{ "warm", F_OBJECT, SUB(warm_fields) },
-	{ "dependencies", F_OBJECT, SUB(dependencies_fields) },
-	{ "commands", F_OBJECT, SUB(commands_fields) },
+	{ "checker", F_OBJECT, SUB(sr_pol_checker_fields) },
+	{ "warm", F_OBJECT, SUB(sr_pol_warm_fields) },
+	{ "dependencies", F_OBJECT, SUB(sr_pol_dependencies_fields) },
+	{ "commands", F_OBJECT, SUB(sr_pol_commands_fields) },
 };
 
 static const struct field document = { "policy", F_OBJECT, SUB(document_fields) };
@@ -2073,13 +2085,14 @@ static int object_parse(const struct ctx *c, const char *path, const struct fiel
 	char sub[PATH_BUF];
 	const cJSON *v;
 
-	if (check_keys(c, path, obj, f->sub, f->n_sub) < 0)
+	if (sr_pol_check_keys(c, path, obj, f->sub, f->n_sub) < 0)
 		return -1;
 	if (f->parse)
 		return f->parse(c, f, path, obj, p);
 	for (size_t i = 0; i < f->n_sub; i++) {
-		path_key(sub, path, f->sub[i].key);
-		if ((v = get(obj, f->sub[i].key)) && field_parse(c, sub, &f->sub[i], v, p) < 0)
+		sr_pol_path_key(sub, path, f->sub[i].key);
+		if ((v = sr_pol_get(obj, f->sub[i].key)) &&
+		    field_parse(c, sub, &f->sub[i], v, p) < 0)
 			return -1;
 		if (f->sub[i].after && f->sub[i].after(c, &f->sub[i], p) < 0)
 			return -1;
@@ -2095,10 +2108,10 @@ static int field_parse(const struct ctx *c, const char *path, const struct field
 	switch (f->kind) {
 	case F_OBJECT: return object_parse(c, path, f, v, p);
 	case F_SPECIAL: return f->parse(c, f, path, v, p);
-	case F_STRING: return string_value(c, path, f, v, p);
-	case F_LIST: return list_value(c, path, f, v, p);
+	case F_STRING: return sr_pol_string_value(c, path, f, v, p);
+	case F_LIST: return sr_pol_list_value(c, path, f, v, p);
 	default:
-		if (field_value(c, path, f, v, &x) < 0)
+		if (sr_pol_field_value(c, path, f, v, &x) < 0)
 			return -1;
 		field_set(p, f, x);
 		return 0;
@@ -2120,7 +2133,8 @@ static int set_defaults(const struct field *f, sr_policy *p)
 			if (set_defaults(&f->sub[i], p) < 0)
 				return -1;
 		return 0;
-	case F_STRING: return f->def_str ? replace_str(field_str(p, f), f->def_str) : 0;
+	case F_STRING:
+		return f->def_str ? sr_pol_replace_str(sr_pol_field_str(p, f), f->def_str) : 0;
 	default: field_set(p, f, f->def); return 0;
 	}
 }
@@ -2136,7 +2150,7 @@ static cJSON *number_json(const struct field *f, uint64_t v)
 										 : "");
 	case F_DURATION:
 	case F_CPUS: return cJSON_CreateNumber((double)v / 1000.0);
-	case F_SIZE_TEXT: fmt_size(v, buf, sizeof buf); return cJSON_CreateString(buf);
+	case F_SIZE_TEXT: sr_pol_fmt_size(v, buf, sizeof buf); return cJSON_CreateString(buf);
 	case F_DURATION_TEXT:
 		snprintf(buf, sizeof buf, "%.3gs", (double)v / 1000.0);
 		return cJSON_CreateString(buf);
@@ -2144,7 +2158,7 @@ static cJSON *number_json(const struct field *f, uint64_t v)
 	}
 }
 
-static int field_json(cJSON *parent, const struct field *f, const sr_policy *p)
+static int sr_pol_field_json(cJSON *parent, const struct field *f, const sr_policy *p)
 {
 	cJSON *o;
 
@@ -2155,12 +2169,12 @@ static int field_json(cJSON *parent, const struct field *f, const sr_policy *p)
 		if (!(o = cJSON_AddObjectToObject(parent, f->key)))
 			return -1;
 		for (size_t i = 0; i < f->n_sub; i++)
-			if (field_json(o, &f->sub[i], p) < 0)
+			if (sr_pol_field_json(o, &f->sub[i], p) < 0)
 				return -1;
 		return 0;
 	case F_SPECIAL: return -1; /* a table entry without to_json */
 	case F_STRING: {
-		const char *s = *field_str((sr_policy *)p, f);
+		const char *s = *sr_pol_field_str((sr_policy *)p, f);
 		if (s)
 			return cJSON_AddStringToObject(parent, f->key, s) ? 0 : -1;
 		return (f->nullable ? cJSON_AddNullToObject(parent, f->key)
@@ -2169,8 +2183,8 @@ static int field_json(cJSON *parent, const struct field *f, const sr_policy *p)
 			   : -1;
 	}
 	case F_LIST:
-		return add_strings(parent, f->key, *field_strv((sr_policy *)p, f),
-				   *field_count((sr_policy *)p, f));
+		return sr_pol_add_strings(parent, f->key, *sr_pol_field_strv((sr_policy *)p, f),
+					  *sr_pol_field_count((sr_policy *)p, f));
 	default:
 		return cJSON_AddItemToObject(parent, f->key, number_json(f, field_get(p, f))) ? 0
 											      : -1;
@@ -2185,7 +2199,7 @@ static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON *
 	int trailing = 0;
 
 	if (len > POLICY_MAX_BYTES)
-		return bad(c, "policy", "%zu bytes, at most %u", len, POLICY_MAX_BYTES);
+		return sr_pol_bad(c, "policy", "%zu bytes, at most %u", len, POLICY_MAX_BYTES);
 	*out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
 	if (*out) {
 		while (end < text + len && isspace((unsigned char)*end))
@@ -2204,9 +2218,9 @@ static int parse_text(const struct ctx *c, const char *text, size_t len, cJSON *
 			line++;
 			col = 0;
 		}
-	return bad(c, "policy", "%s at line %zu, column %zu (byte %zu)",
-		   trailing ? "unexpected text after the JSON document" : "malformed JSON", line,
-		   col, (size_t)(end - text));
+	return sr_pol_bad(c, "policy", "%s at line %zu, column %zu (byte %zu)",
+			  trailing ? "unexpected text after the JSON document" : "malformed JSON",
+			  line, col, (size_t)(end - text));
 }
 
 static int check_workdir(const struct ctx *c, const sr_policy *p)
@@ -2214,8 +2228,9 @@ static int check_workdir(const struct ctx *c, const sr_policy *p)
 	for (size_t i = 0; i < p->n_writable; i++)
 		if (strcmp(p->writable[i], p->workdir) == 0)
 			return 0;
-	return bad(c, "policy.filesystem.workdir",
-		   "\"%s\" is not among policy.filesystem.writable (add it there)", p->workdir);
+	return sr_pol_bad(c, "policy.filesystem.workdir",
+			  "\"%s\" is not among policy.filesystem.writable (add it there)",
+			  p->workdir);
 }
 
 static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
@@ -2223,7 +2238,8 @@ static int apply_document(const struct ctx *c, const cJSON *root, sr_policy *p)
 	if (object_parse(c, document.key, &document, root, p) < 0)
 		return -1;
 	if (!p->workdir || !p->profile || !p->seccomp.rules)
-		return bad(c, "policy", "the default policy lacks filesystem or seccomp settings");
+		return sr_pol_bad(c, "policy",
+				  "the default policy lacks filesystem or seccomp settings");
 	return check_workdir(c, p);
 }
 
@@ -2248,9 +2264,9 @@ static void free_fields(const struct field *f, sr_policy *p)
 		for (size_t i = 0; i < f->n_sub; i++)
 			free_fields(&f->sub[i], p);
 	else if (f->kind == F_STRING)
-		free(*field_str(p, f));
+		free(*sr_pol_field_str(p, f));
 	else if (f->kind == F_LIST)
-		strv_free(*field_strv(p, f), *field_count(p, f));
+		sr_pol_strv_free(*sr_pol_field_strv(p, f), *sr_pol_field_count(p, f));
 }
 
 void sr_policy_free(sr_policy *p)
@@ -2260,11 +2276,11 @@ void sr_policy_free(sr_policy *p)
 	free_fields(&document, p);
 	free(p->name);
 	free(p->preset);
-	strv_free(p->env, p->n_env);
-	seccomp_free(&p->seccomp);
-	strv_free(p->checker.rules_off, p->checker.n_rules_off);
+	sr_pol_strv_free(p->env, p->n_env);
+	sr_pol_seccomp_free(&p->seccomp);
+	sr_pol_strv_free(p->checker.rules_off, p->checker.n_rules_off);
 	free(p->warm.warmup);
-	net_policy_free(&p->net);
+	sr_pol_net_policy_free(&p->net);
 	free(p->dependencies.cache_dir);
 	free(p);
 }
@@ -2284,7 +2300,7 @@ static int strv_dup(char ***dst, char *const *src, size_t n)
 	char **v = calloc(n ? n : 1, sizeof *v);
 	for (size_t i = 0; v && i < n; i++)
 		if (!(v[i] = strdup(src[i]))) {
-			strv_free(v, i);
+			sr_pol_strv_free(v, i);
 			v = NULL;
 		}
 	*dst = v;
@@ -2301,10 +2317,10 @@ static int dup_fields(const struct field *f, sr_policy *p, const sr_policy *src)
 		for (size_t i = 0; i < f->n_sub; i++)
 			rc |= dup_fields(&f->sub[i], p, src);
 	else if (f->kind == F_STRING)
-		rc = str_dup(field_str(p, f), *field_str((sr_policy *)src, f));
+		rc = str_dup(sr_pol_field_str(p, f), *sr_pol_field_str((sr_policy *)src, f));
 	else if (f->kind == F_LIST)
-		rc = strv_dup(field_strv(p, f), *field_strv((sr_policy *)src, f),
-			      *field_count((sr_policy *)src, f));
+		rc = strv_dup(sr_pol_field_strv(p, f), *sr_pol_field_strv((sr_policy *)src, f),
+			      *sr_pol_field_count((sr_policy *)src, f));
 	return rc;
 }
 
@@ -2385,7 +2401,7 @@ static int compare_fields(const char *path, const struct field *f, const sr_poli
 
 	if (f->kind == F_OBJECT) {
 		for (size_t i = 0; i < f->n_sub; i++) {
-			path_key(sub, path, f->sub[i].key);
+			sr_pol_path_key(sub, path, f->sub[i].key);
 			if (compare_fields(sub, &f->sub[i], a, b, err) < 0)
 				return -1;
 		}
@@ -2394,7 +2410,8 @@ static int compare_fields(const char *path, const struct field *f, const sr_poli
 	if ((f->kind == F_SPECIAL && !f->width) || f->kind == F_LIST)
 		return 0;
 	if (f->kind == F_STRING) {
-		const char *x = *field_str((sr_policy *)a, f), *y = *field_str((sr_policy *)b, f);
+		const char *x = *sr_pol_field_str((sr_policy *)a, f),
+			   *y = *sr_pol_field_str((sr_policy *)b, f);
 		if (x == y || (x && y && strcmp(x, y) == 0))
 			return 0;
 		return sr_fail(err, 0, "%s: \"%s\" and \"%s\"", path, x ? x : "(null)",
@@ -2447,9 +2464,9 @@ int sr_policy_load_json(const char *text, size_t len, const char *origin, sr_pol
 	*out = NULL;
 	if (sr_policy_default(&p, err) < 0)
 		return -1;
-	if (replace_str(&p->name, origin && *origin ? origin : "policy") < 0) {
+	if (sr_pol_replace_str(&p->name, origin && *origin ? origin : "policy") < 0) {
 		sr_policy_free(p);
-		return oom(&c);
+		return sr_pol_oom(&c);
 	}
 	if (load_over(&c, text ? text : "", text ? len : 0, p) < 0) {
 		sr_policy_free(p);
@@ -2521,7 +2538,7 @@ int sr_policy_apply_preset(sr_policy *p, const char *name, sr_error *err)
 			err->errnum = EINVAL;
 		return -1;
 	}
-	if (replace_str(&p->preset, ps->name) < 0)
+	if (sr_pol_replace_str(&p->preset, ps->name) < 0)
 		return sr_fail(err, ENOMEM, "apply preset %s", name);
 	p->limits = ps->limits;
 	return 0;
@@ -2593,7 +2610,7 @@ char *sr_policy_to_json(const sr_policy *p)
 	if (!root)
 		return NULL;
 	for (size_t i = 0; i < document.n_sub; i++)
-		if (field_json(root, &document.sub[i], p) < 0)
+		if (sr_pol_field_json(root, &document.sub[i], p) < 0)
 			goto out;
 	text = cJSON_Print(root);
 out:
