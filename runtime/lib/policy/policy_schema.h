@@ -29,8 +29,8 @@ struct ctx {
  * range checks of plain values, the built-in defaults and the JSON form.
  * Values of a shape of their own (lists with entry checks, objects of
  * free keys, seccomp rules) have hand-written parse and to_json functions
- * the entry names. A new plain key: its table entry, its sr_policy field,
- * its line in docs/policy.md. */
+ * the entry names. A new plain key: its table entry (and its section's
+ * SR_POL_N_ below), its sr_policy field, its line in docs/policy.md. */
 enum field_kind {
 	F_SPECIAL,       /* hand-written parse and to_json (or only a key, in a key list);
 			    with AT(member), an integer field that takes def */
