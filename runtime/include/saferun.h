@@ -139,7 +139,7 @@ typedef struct sr_seccomp_policy {
 
 /* Every pointer a policy holds is its own: sr_policy_dup copies it and
  * sr_policy_free frees it (the strings and string lists of the schema's
- * tables, policy/policy.c, by the tables; any other new one goes into both). */
+ * tables, policy/policy_<section>.c, by the tables; any other new one goes into both). */
 typedef struct sr_policy {
 	char *name;   /* where it came from, for logs and errors */
 	char *preset; /* preset the limits started from, or NULL */

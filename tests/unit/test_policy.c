@@ -108,7 +108,7 @@ static void test_default_policy_has_the_documented_values(void)
 	sr_policy_free(p);
 }
 
-/* The defaults live in the schema's tables (policy.c); policies/default.json
+/* The defaults live in the schema's tables (policy_<section>.c); policies/default.json
  * repeats the plain ones for its readers and adds lists and sections. Both
  * the shipped file and the built-in default must agree with the tables on
  * every plain field, and the comparison must see a difference. */

@@ -18,7 +18,7 @@
  * policy when it has none) and allow list, then sr_check_begin. */
 int sr_check_start(const sr_check_request *req, sr_check_job **job, sr_error *err);
 
-/* A policy holding only the schema's defaults (the tables' in policy.c),
+/* A policy holding only the schema's defaults (the tables' in policy_<section>.c),
  * without policies/default.json over them: for the test that the two
  * agree. */
 int sr_policy_schema_defaults(sr_policy **out, sr_error *err);
