@@ -265,6 +265,8 @@ static int receive(struct answer *a)
 static void take_lines(const srcli_daemon_run *r, struct answer *a, size_t *line_at, char **last)
 {
 	char *nl;
+	if (!a->body) /* the headers came, none of the body yet */
+		return;
 	while ((nl = memchr(a->body + *line_at, '\n', a->body_len - *line_at))) {
 		*nl = '\0';
 		cJSON *j = cJSON_Parse(a->body + *line_at);
