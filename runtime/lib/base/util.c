@@ -100,6 +100,17 @@ uint64_t sr_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+void sr_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
 size_t sr_utf8_seq(const unsigned char *s, size_t left)
 {

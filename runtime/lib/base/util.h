@@ -2,6 +2,7 @@
 #ifndef SR_UTIL_H
 #define SR_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,9 @@ int sr_read_keyed_u64(const char *path, const char *key, uint64_t *out);
 int sr_random_hex(char *out, size_t n);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t sr_now_ms(void);
+/* pthread_cond_timedwait for at most ms, on a cv made with CLOCK_MONOTONIC
+ * (mu held, as for any wait). */
+void sr_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
 size_t sr_utf8_seq(const unsigned char *s, size_t left);
 /* sr_utf8_valid: saferun.h */

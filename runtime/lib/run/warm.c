@@ -382,17 +382,6 @@ static bool zygote_alive(sr_warm *w)
 	return w->zb.pidfd >= 0 && poll(&pf, 1, 0) == 0;
 }
 
-static void wait_ms(sr_warm *w, uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-}
-
 /* The sandboxes whose runs ended: killed, their groups removed. Their
  * namespaces' teardown (an RCU grace period or more) happens here, off
  * the runs' path. Called and returns with w->mu held. */
@@ -427,7 +416,7 @@ static bool defer(sr_warm *w, uint64_t *since)
 		*since = 0; /* one round of work, then wait again */
 		return false;
 	}
-	wait_ms(w, SR_WARM_DEFER_MS - (now - *since));
+	sr_cond_wait_ms(&w->cv, &w->mu, SR_WARM_DEFER_MS - (now - *since));
 	return true;
 }
 
@@ -443,7 +432,7 @@ static void *pool_thread(void *arg)
 		if (!w->z_up) {
 			uint64_t now = sr_now_ms();
 			if (now < w->retry_at_ms) {
-				wait_ms(w, w->retry_at_ms - now);
+				sr_cond_wait_ms(&w->cv, &w->mu, w->retry_at_ms - now);
 				continue;
 			}
 			pthread_mutex_unlock(&w->mu);
@@ -500,11 +489,12 @@ static void *pool_thread(void *arg)
 			} else {
 				w->st.spawn_failures++;
 				snprintf(w->st.last_error, sizeof w->st.last_error, "%s", err.msg);
-				wait_ms(w, 200); /* not a busy loop on a persistent failure */
+				sr_cond_wait_ms(&w->cv, &w->mu,
+						200); /* not a busy loop on a persistent failure */
 			}
 			continue;
 		}
-		wait_ms(w, 250);
+		sr_cond_wait_ms(&w->cv, &w->mu, 250);
 	}
 	while (w->n_ready)
 		wbox_free(w->ready[--w->n_ready]);
@@ -680,7 +670,7 @@ int sr_warm_wait_ready(sr_warm *w, uint64_t timeout_ms, sr_error *err)
 	pthread_mutex_lock(&w->mu);
 	while (!(w->z_up && w->n_ready >= w->p->warm.pool_size) && !w->z_failed &&
 	       sr_now_ms() < until)
-		wait_ms(w, until - sr_now_ms());
+		sr_cond_wait_ms(&w->cv, &w->mu, until - sr_now_ms());
 	int rc = 0;
 	if (w->z_failed)
 		rc = sr_fail(err, EAGAIN, "the warm path did not start: %s", w->st.last_error);

@@ -164,17 +164,6 @@ fail:
 
 /* ---- the pool's thread ----------------------------------------------------- */
 
-static void wait_ms(sr_node_pool *np, uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-	pthread_cond_timedwait(&np->cv, &np->mu, &ts);
-}
-
 /* The sandboxes whose runs ended: removed off the runs' path. Called and
  * returns with np->mu held. */
 static void bury(sr_node_pool *np)
@@ -213,7 +202,7 @@ static void *pool_thread(void *arg)
 		bury(np);
 		uint64_t wait;
 		if (hold_off(np, &wait)) {
-			wait_ms(np, wait);
+			sr_cond_wait_ms(&np->cv, &np->mu, wait);
 			continue;
 		}
 		pthread_mutex_unlock(&np->mu);
@@ -475,7 +464,7 @@ int sr_node_pool_wait_ready(sr_node_pool *np, uint64_t until_ms, sr_error *err)
 {
 	pthread_mutex_lock(&np->mu);
 	while (np->n_ready < np->size && sr_now_ms() < until_ms)
-		wait_ms(np, until_ms - sr_now_ms());
+		sr_cond_wait_ms(&np->cv, &np->mu, until_ms - sr_now_ms());
 	int rc = 0;
 	if (np->n_ready < np->size)
 		rc = sr_fail(err, ETIMEDOUT, "the JavaScript pool was not ready%s%s",
