@@ -319,7 +319,9 @@ static bool v1_wait_frozen(const char *state, int ms)
 	long step_ns = 250 * 1000;
 	for (;;) {
 		char buf[32];
-		if (sr_read_file(state, buf, sizeof buf) > 0 && strncmp(buf, "FROZEN", 6) == 0)
+		if (sr_read_file(state, buf, sizeof buf) <= 0)
+			return false; /* the group is gone */
+		if (strncmp(buf, "FROZEN", 6) == 0)
 			return true;
 		if (sr_now_ms() >= end)
 			return false;
