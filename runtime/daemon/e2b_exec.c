@@ -116,9 +116,13 @@ void srd_e2b_contexts_freeze_locked(srd_e2b_sandbox *sb, bool frozen)
 {
 	for (srd_e2b_context *c = sb->contexts; c; c = c->next) {
 		sr_error err = { 0 };
-		if (c->kernel && sr_kernel_freeze(c->kernel, frozen, &err))
-			srd_log("warn", "e2b", "sandbox %s: %s context %s: %s", sb->id,
-				frozen ? "freeze" : "thaw", c->id, err.msg);
+		if (!c->kernel || sr_kernel_freeze(c->kernel, frozen, &err) == 0)
+			continue;
+		/* Not frozen: it would run on while the sandbox is paused. */
+		if (frozen)
+			sr_kernel_kill(c->kernel);
+		srd_log("warn", "e2b", "sandbox %s: %s context %s: %s%s", sb->id,
+			frozen ? "freeze" : "thaw", c->id, err.msg, frozen ? " (ended)" : "");
 	}
 }
 

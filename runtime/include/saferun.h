@@ -618,7 +618,9 @@ SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
 /* Freeze (true) or thaw (false) everything of the kernel's sandbox: its
  * interpreter, what it left running, its commands. A frozen kernel's
  * memory stays; sr_kernel_run thaws it (so freeze between runs). For a
- * pause of the whole sandbox; any thread. */
+ * pause of the whole sandbox; any thread. A freeze returns once every
+ * task has stopped; one that does not finish within 2 s (a task in
+ * uninterruptible sleep) is undone and fails with ETIMEDOUT. */
 SR_PUBLIC int sr_kernel_freeze(sr_kernel *k, bool frozen, sr_error *err);
 
 /* A command in a kernel's sandbox, as `docker exec` starts one: it enters

@@ -280,6 +280,41 @@ def own_sandbox_processes(cgroups):
     return own
 
 
+# Sandbox code that holds its run until the test's go (release_held), 30 s
+# at most, not for a fixed time: it makes an empty /tmp/.hold, and the test,
+# root on the host, writes a byte into it through /proc/PID/root (writing,
+# not creating: host root owns no uid in the sandbox to create a file as).
+HOLD = ("import os, time\nopen('/tmp/.hold', 'w').close()\nend = time.time() + 30\n"
+        "while not os.path.getsize('/tmp/.hold') and time.time() < end:\n"
+        "    time.sleep(0.01)\n")
+
+
+def held(cgroups):
+    """The python of each run in these cgroups waiting in HOLD."""
+    out = []
+    for pid in own_sandbox_processes(cgroups):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if comm == "python3" and os.path.getsize(f"/proc/{pid}/root/tmp/.hold") == 0:
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def release_held(cgroups, n=1, timeout=30):
+    """Wait until n runs of these cgroups hold (HOLD), and let them go on."""
+    end = time.time() + timeout
+    while len(held(cgroups)) < n and time.time() < end:
+        time.sleep(0.02)
+    pids = held(cgroups)
+    assert len(pids) >= n, f"{len(pids)} of {n} runs holding"
+    for pid in pids:
+        with open(f"/proc/{pid}/root/tmp/.hold", "w") as f:
+            f.write("go")
+
+
 def tree(top):
     """Every path below top (dirs and files)."""
     out = set()

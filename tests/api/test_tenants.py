@@ -12,7 +12,7 @@ import sys
 import pytest
 import requests
 
-from conftest import wait_for
+from conftest import HOLD, release_held, wait_for
 
 TOKEN_A = "tenant-a-token-0123456789abcdef"
 TOKEN_B = "tenant-b-token-0123456789abcdef"
@@ -329,7 +329,7 @@ def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon
         {"name": "a", "tokens": [TOKEN_A], "quotas": {"max_concurrent_runs": 1, "queue_depth": 0}},
         {"name": "b", "tokens": [TOKEN_B]}], "--max-runs", "2")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(4)"})])
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})])
     assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
     r = a("POST", "/v1/run", json={"code": "print(1)"})
     assert r.status_code == 429 and r.headers["Retry-After"] == "1"
@@ -337,6 +337,7 @@ def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon
         'tenant "a" has 1 runs running and 0 waiting (its max_concurrent_runs and queue_depth')
     r = b("POST", "/v1/run", json={"code": "print(2)"})  # the daemon's other slot is b's
     assert r.status_code == 200 and r.json()["output"] == "2\n"
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
 
@@ -346,16 +347,19 @@ def test_run_slots_go_to_the_tenants_in_turn(make_daemon):
     queued after them, gets the slot next instead of last."""
     d = two_tenants(make_daemon, "--max-runs", "1")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(2)"})])
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})])
     assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
     threads += in_threads([lambda: a("POST", "/v1/run", json={"code": "print('a')"})
                            for _ in range(4)])
     assert wait_for(lambda: health(d)["queue_depth"] == 4, timeout=60)
     assert health(d)["runs_in_flight"] == 1  # the first still runs: the queue is set
-    r = b("POST", "/v1/run", json={"code": "print('b')"})
-    assert r.status_code == 200
+    rb = []
+    threads += in_threads([lambda: rb.append(b("POST", "/v1/run", json={"code": "print('b')"}))])
+    assert wait_for(lambda: health(d)["queue_depth"] == 5, timeout=60)
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
+    assert rb[0].status_code == 200
     order = [l["peer"]["tenant"] for l in d.lines("run")]
     assert order == ["a", "b", "a", "a", "a", "a"], order
 
@@ -365,12 +369,14 @@ def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
     second long run waits and b's run takes the other slot at once."""
     d = two_tenants(make_daemon, "--max-runs", "2")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(5)"})
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})
                           for _ in range(2)])
     assert wait_for(lambda: health(d)["queue_depth"] == 1, timeout=60)
     assert health(d)["runs_in_flight"] == 1
     r = b("POST", "/v1/run", json={"code": "print('b')"})
     assert r.status_code == 200 and r.json()["output"] == "b\n"
+    release_held(d.cgroups)  # a's first, then its second
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
     assert [l["peer"]["tenant"] for l in d.lines("run")] == ["b", "a", "a"]
