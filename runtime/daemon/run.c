@@ -28,7 +28,8 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 	srd_gate_result g = srd_gate_enter_class(&ctx->gate, t->index, client_gone, (void *)peer);
 	if (g == SRD_GATE_GONE) {
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_CLIENT_GONE);
-		srd_log("info", "run", "a queued run was dropped: its client disconnected");
+		srd_log_tenant("info", "run", srd_tenant_log_name(t),
+			       "a queued run was dropped: its client disconnected");
 		/* 499, nginx's "client closed request": no one reads it. */
 		srd_fail(e, 499, NULL, "the client disconnected while its run was queued");
 	}
@@ -111,16 +112,20 @@ static int run_unmasked(srd_ctx *ctx, const char *policy, const sr_run_request *
 	return rc;
 }
 
-void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
-		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len)
+void srd_run_record(srd_ctx *ctx, const sr_result *r, sr_language language, const char *policy,
+		    const char *session, const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms,
+		    size_t code_len)
 {
-	srd_metrics_run(&ctx->metrics, r->status, r->duration_ms, queue_ms);
+	srd_metrics_run(&ctx->metrics, peer ? peer->tenant : NULL, language, r->status,
+			r->duration_ms, queue_ms);
 	cJSON *line = cJSON_CreateObject();
-	cJSON_AddStringToObject(line, "id", r->id);
+	if (r->id[0])
+		cJSON_AddStringToObject(line, "id", r->id);
 	if (session)
 		cJSON_AddStringToObject(line, "session", session);
 	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
 	cJSON_AddStringToObject(line, "policy", policy);
+	cJSON_AddStringToObject(line, "language", sr_language_name(language));
 	cJSON_AddStringToObject(line, "status", sr_status_name(r->status));
 	cJSON_AddNumberToObject(line, "exit_code", r->exit_code);
 	cJSON_AddNumberToObject(line, "signal", r->signal);
@@ -197,7 +202,8 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
 		return srd_run_refused(&err, e);
 	}
-	srd_run_record(ctx, res, name, NULL, peer, t1 - t0, srd_now_ms() - t0, o->code_len);
+	srd_run_record(ctx, res, o->language, name, NULL, peer, t1 - t0, srd_now_ms() - t0,
+		       o->code_len);
 	return 0;
 }
 
