@@ -83,10 +83,13 @@ void srd_metrics_command(srd_metrics *m, const srd_tenant *t)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void srd_metrics_refused(srd_metrics *m, enum srd_refusal why)
+void srd_metrics_refused(srd_metrics *m, const srd_tenant *t, enum srd_refusal why)
 {
 	pthread_mutex_lock(&m->lock);
 	m->refused[why]++;
+	srd_tenant_counts *c = counts_of(m, t);
+	if (c)
+		c->refused[why]++;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -128,10 +131,12 @@ static void render_runs(FILE *f, const srd_metrics *m)
 		m->queue_wait_seconds, (unsigned long long)m->queue_wait_count);
 }
 
+static const char *const refusal_name[SRD_REFUSALS] = { "bad_request", "queue_full", "draining",
+							"client_gone" };
+
 static void render_refusals(FILE *f, const srd_metrics *m)
 {
-	static const char *const why[SRD_REFUSALS] = { "bad_request", "queue_full", "draining",
-						       "client_gone" };
+	const char *const *why = refusal_name;
 	fputs(
 	    "# HELP saferund_runs_refused_total Run requests refused before a sandbox was built.\n"
 	    "# TYPE saferund_runs_refused_total counter\n",
@@ -167,6 +172,17 @@ static void render_tenants(FILE *f, const srd_tenants *ts, const srd_tenant_coun
 						ts->t[i].name, sr_language_name((sr_language)l),
 						sr_status_name((sr_status)s),
 						(unsigned long long)c[i].runs[l][s]);
+	fputs("# HELP saferund_tenant_runs_refused_total Run requests refused before a sandbox "
+	      "was built, by tenant.\n"
+	      "# TYPE saferund_tenant_runs_refused_total counter\n",
+	      f);
+	for (size_t i = 0; i < ts->n; i++)
+		for (size_t r = 0; r < SRD_REFUSALS; r++)
+			fprintf(f,
+				"saferund_tenant_runs_refused_total{tenant=\"%s\",reason=\"%s\"} "
+				"%llu\n",
+				ts->t[i].name, refusal_name[r],
+				(unsigned long long)c[i].refused[r]);
 	fputs("# HELP saferund_tenant_commands_total E2B commands started, by tenant.\n"
 	      "# TYPE saferund_tenant_commands_total counter\n",
 	      f);

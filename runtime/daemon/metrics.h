@@ -23,6 +23,7 @@ struct srd_sessions;
 typedef struct srd_tenant_counts {
 	uint64_t runs[SRD_LANGUAGE_COUNT][SRD_STATUS_COUNT];
 	uint64_t commands; /* E2B commands started (envd's Process.Start) */
+	uint64_t refused[SRD_REFUSALS];
 } srd_tenant_counts;
 
 typedef struct srd_metrics {
@@ -57,7 +58,8 @@ void srd_metrics_run(srd_metrics *m, const srd_tenant *t, sr_language l, sr_stat
 		     uint64_t run_ms, uint64_t queue_ms);
 /* An E2B command started in one of t's sandboxes. */
 void srd_metrics_command(srd_metrics *m, const srd_tenant *t);
-void srd_metrics_refused(srd_metrics *m, enum srd_refusal why);
+/* A run request of tenant t (NULL: none) refused before it ran. */
+void srd_metrics_refused(srd_metrics *m, const srd_tenant *t, enum srd_refusal why);
 void srd_metrics_request(srd_metrics *m, unsigned http_status);
 /* The exposition text (caller frees); sessions may be NULL (none). */
 char *srd_metrics_render(srd_metrics *m, srd_gate *gate, struct srd_sessions *sessions,

@@ -249,6 +249,10 @@ def metrics(d, token=TOKEN_A):
             (line.rpartition(" ") for line in r.text.splitlines() if line and line[0] != "#")}
 
 
+NOT_REFUSED = {f'runs_refused_total{{reason="{r}"}}': 0
+               for r in ("bad_request", "queue_full", "draining", "client_gone")}
+
+
 def tenant_series(m, tenant):
     """The series of one tenant, its label taken out: {"runs_total{...}": n}."""
     label = f'tenant="{tenant}"'
@@ -271,7 +275,7 @@ def test_without_a_tenants_file_everyone_is_one_tenant(make_daemon):
     m = metrics(d)
     assert tenant_series(m, "default") == {
         'runs_total{language="python",status="ok"}': 1, "commands_total": 0,
-        "runs_in_flight": 0, "queue_depth": 0, "sessions": 1}
+        "runs_in_flight": 0, "queue_depth": 0, "sessions": 1, **NOT_REFUSED}
     assert m['saferund_runs_total{status="ok"}'] == 1 and m["saferund_sessions"] == 1
     assert [k for k in m if "tenant=" in k and 'tenant="default"' not in k] == []
     assert "tenant" not in d.lines("run")[-1]["peer"]
@@ -365,6 +369,9 @@ def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon
         'tenant "a" has 1 runs running and 0 waiting (its max_concurrent_runs and queue_depth')
     r = b("POST", "/v1/run", json={"code": "print(2)"})  # the daemon's other slot is b's
     assert r.status_code == 200 and r.json()["output"] == "2\n"
+    m = metrics(d)
+    assert (m['saferund_tenant_runs_refused_total{tenant="a",reason="queue_full"}'],
+            m['saferund_tenant_runs_refused_total{tenant="b",reason="queue_full"}']) == (1, 0)
     for t in threads:
         t.join(timeout=120)
 
@@ -405,16 +412,18 @@ def test_metrics_and_logs_carry_the_tenant(make_daemon):
     assert a("POST", "/v1/run", json={"code": "echo hi", "language": "bash",
                                      "policy": "host"}).json()["status"] == "ok"
     assert a("POST", "/v1/run", json={"code": "1/0"}).json()["status"] == "error"
+    assert a("POST", "/v1/run", json={"code": "1", "policy": "nope"}).status_code == 400
     sid = b("POST", "/v1/sessions", json={"stateful": True}).json()["session_id"]
     assert b("POST", f"/v1/sessions/{sid}/run", json={"code": "x = 1"}).json()["status"] == "ok"
     m = metrics(d)
     assert tenant_series(m, "a") == {
         'runs_total{language="bash",status="ok"}': 1,
         'runs_total{language="python",status="error"}': 1,
-        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 0}
+        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 0,
+        **NOT_REFUSED, 'runs_refused_total{reason="bad_request"}': 1}
     assert tenant_series(m, "b") == {
         'runs_total{language="python",status="ok"}': 1,
-        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 1}
+        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 1, **NOT_REFUSED}
     assert m['saferund_runs_total{status="ok"}'] == 2 and m["saferund_sessions"] == 1
     assert b("DELETE", f"/v1/sessions/{sid}").status_code in (200, 204)
     assert metrics(d)['saferund_tenant_sessions{tenant="b"}'] == 0

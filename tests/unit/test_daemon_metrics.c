@@ -39,6 +39,8 @@ static void test_series_by_tenant(void)
 	srd_metrics_run(&m, NULL, SR_LANG_PYTHON, SR_STATUS_OK, 20, 0); /* no tenant */
 	srd_metrics_command(&m, &t[1]);
 	srd_metrics_command(&m, &t[1]);
+	srd_metrics_refused(&m, &t[0], SRD_REFUSED_QUEUE_FULL);
+	srd_metrics_refused(&m, NULL, SRD_REFUSED_QUEUE_FULL);
 	size_t len;
 	char *text = srd_metrics_render(&m, &g, NULL, &len);
 	CHECK(text != NULL);
@@ -52,6 +54,9 @@ static void test_series_by_tenant(void)
 		"saferund_tenant_runs_total{tenant=\"b\",language=\"javascript\",status="
 		"\"timeout\"} "
 		"1",
+		"saferund_runs_refused_total{reason=\"queue_full\"} 2",
+		"saferund_tenant_runs_refused_total{tenant=\"a\",reason=\"queue_full\"} 1",
+		"saferund_tenant_runs_refused_total{tenant=\"b\",reason=\"queue_full\"} 0",
 		"saferund_tenant_commands_total{tenant=\"a\"} 0",
 		"saferund_tenant_commands_total{tenant=\"b\"} 2",
 		"saferund_tenant_runs_in_flight{tenant=\"a\"} 0",
