@@ -136,13 +136,12 @@ static const char *const refusal_name[SRD_REFUSALS] = { "bad_request", "queue_fu
 
 static void render_refusals(FILE *f, const srd_metrics *m)
 {
-	const char *const *why = refusal_name;
 	fputs(
 	    "# HELP saferund_runs_refused_total Run requests refused before a sandbox was built.\n"
 	    "# TYPE saferund_runs_refused_total counter\n",
 	    f);
 	for (size_t i = 0; i < SRD_REFUSALS; i++)
-		fprintf(f, "saferund_runs_refused_total{reason=\"%s\"} %llu\n", why[i],
+		fprintf(f, "saferund_runs_refused_total{reason=\"%s\"} %llu\n", refusal_name[i],
 			(unsigned long long)m->refused[i]);
 	fputs("# HELP saferund_http_requests_total HTTP requests answered, by status class.\n"
 	      "# TYPE saferund_http_requests_total counter\n",
@@ -152,11 +151,10 @@ static void render_refusals(FILE *f, const srd_metrics *m)
 			(unsigned long long)m->requests_by_class[c]);
 }
 
-/* The tenants' series. Their names are [A-Za-z0-9_.-] (tenants.c), safe
+/* The tenants' counters. Their names are [A-Za-z0-9_.-] (tenants.c), safe
  * in a label value as they are. A run counter appears once it is not 0:
  * 27 of them for each of up to 256 tenants would be mostly zeros. */
-static void render_tenants(FILE *f, const srd_tenants *ts, const srd_tenant_counts *c,
-			   srd_gate *gate, const unsigned *sessions)
+static void render_tenant_counters(FILE *f, const srd_tenants *ts, const srd_tenant_counts *c)
 {
 	fputs("# HELP saferund_tenant_runs_total Runs that happened, by tenant, language and "
 	      "result status.\n"
@@ -189,6 +187,12 @@ static void render_tenants(FILE *f, const srd_tenants *ts, const srd_tenant_coun
 	for (size_t i = 0; i < ts->n; i++)
 		fprintf(f, "saferund_tenant_commands_total{tenant=\"%s\"} %llu\n", ts->t[i].name,
 			(unsigned long long)c[i].commands);
+}
+
+/* The tenants' gauges: slots and queue (the gate's classes), sessions. */
+static void render_tenant_gauges(FILE *f, const srd_tenants *ts, srd_gate *gate,
+				 const unsigned *sessions)
+{
 	static const char *const gauges[3][2] = {
 		{ "saferund_tenant_runs_in_flight", "Runs executing now, by tenant." },
 		{ "saferund_tenant_queue_depth", "Runs waiting for a slot, by tenant." },
@@ -211,7 +215,8 @@ static void render_tenants(FILE *f, const srd_tenants *ts, const srd_tenant_coun
 	free(now);
 }
 
-/* Under no lock: a copy of the tenants' counters and their sessions. */
+/* A copy of the tenants' counters (taken under the lock) and of their open
+ * sessions. */
 static int snapshot_tenants(srd_metrics *m, struct srd_sessions *sessions,
 			    srd_tenant_counts **counts, unsigned **open)
 {
@@ -277,8 +282,10 @@ char *srd_metrics_render(srd_metrics *m, srd_gate *gate, struct srd_sessions *se
 		running, waiting, gate->max_running, gate->max_waiting,
 		sessions ? srd_sessions_count(sessions) : 0,
 		(double)(srd_now_ms() - copy.started_ms) / 1000.0);
-	if (counts)
-		render_tenants(f, m->tenants, counts, gate, open);
+	if (counts) {
+		render_tenant_counters(f, m->tenants, counts);
+		render_tenant_gauges(f, m->tenants, gate, open);
+	}
 	free(counts);
 	free(open);
 	if (fclose(f) != 0) {
