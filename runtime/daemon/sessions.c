@@ -218,6 +218,9 @@ void srd_sessions_count_by_tenant(srd_sessions *s, unsigned *counts, size_t n)
 	for (srd_session *ss = s->head; ss; ss = ss->next)
 		if (ss->tenant && ss->tenant->index < n)
 			counts[ss->tenant->index]++;
+	for (size_t i = 0; i < s->building; i++)
+		if (s->builders[i] && s->builders[i]->index < n)
+			counts[s->builders[i]->index]++;
 	pthread_mutex_unlock(&s->lock);
 }
 
