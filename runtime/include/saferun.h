@@ -414,7 +414,8 @@ typedef struct sr_deps_layer sr_deps_layer;
  * failed, limits) sets res->status SR_STATUS_ERROR and res->message and
  * returns 0; < 0 for a request refused outright (a malformed
  * requirement). res->deps says what was installed, met, ignored, cached;
- * res->id names pip's sandbox. */
+ * res->id names pip's sandbox, which (with the sandbox that finds the
+ * code's imports) is made below req->cgroup_share when it is set. */
 SR_PUBLIC int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out,
 			      sr_error *err);
 SR_PUBLIC const char *sr_deps_layer_path(const sr_deps_layer *l);
