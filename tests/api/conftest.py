@@ -194,14 +194,23 @@ class Daemon:
 
     def only_pools_left(self, timeout=10):
         """Nothing of this daemon's runs and sessions is left: its groups are its warm
-        pools' alone (none once it stopped), full again (a zygote and pool_size ready sandboxes each, an init
-        and a python3 in every group). The shipped default policy is warm."""
+        pools' alone (none once it stopped), full again, every language's: Python's a
+        zygote and pool_size ready forks, JavaScript's pool_size node sandboxes; an init
+        and a python3 or a node in every group. The shipped default policy is warm."""
         def settled():
             pools = [] if self.proc.poll() is not None else \
                 [w for w in self.get("/v1/health").json()["warm"] if "cold_reason" not in w]
-            if not all(w["zygote_up"] and w["ready"] == w["pool_size"] for w in pools):
-                return False
-            groups = sum(1 + w["pool_size"] for w in pools)
+            groups = 0
+            for w in pools:
+                if "python" in w["languages"]:
+                    if not (w["zygote_up"] and w["ready"] == w["pool_size"]):
+                        return False
+                    groups += 1 + w["pool_size"]
+                js = w.get("javascript", {"up": False})
+                if js["up"]:
+                    if js["ready"] != js["pool_size"]:
+                        return False
+                    groups += js["pool_size"]
             names = {os.path.basename(g) for g in self.leftover_groups()}  # per hierarchy
             return len(names) == groups and \
                 len(own_sandbox_processes(self.cgroups)) == 2 * groups

@@ -13,7 +13,8 @@ from conftest import HOLD, SAFERUND, release_held, wait_for
 from test_mcp import Mcp, initialize_body
 
 READY_KEYS = {"status", "node", "runs_in_flight", "queued", "free_slots", "max_concurrent_runs",
-              "queue_capacity", "sessions", "max_sessions", "warm_ready"}
+              "queue_capacity", "sessions", "max_sessions", "warm_ready",
+              "warm_ready_by_language"}
 
 
 def test_session_ids_carry_the_node_and_answers_name_it(make_daemon):
