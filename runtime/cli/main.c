@@ -63,8 +63,10 @@ static const char usage_run[] =
     "                    (repeatable; docs/dependencies.md)\n"
     "  --requirements-file FILE\n"
     "                    requirements one per line (# comments, blank lines skipped)\n"
-    "  --warm            run on the warm path: a zygote with the policy's\n"
-    "                    warm.preload imported forks the sandbox (docs/warm.md);\n"
+    "  --warm            run on the warm path: python's zygote, with the policy's\n"
+    "                    warm.preload imported, forks the sandbox; javascript's\n"
+    "                    node sandbox gets the code as a pooled one does; bash\n"
+    "                    has none (an error) (docs/warm.md);\n"
     "                    for one run this is slower than cold, it is how the\n"
     "                    tests prove the warm path's isolation\n"
     "  --no-daemon       run in this process (cold) even when a saferund is\n"
@@ -220,11 +222,15 @@ struct run_opts {
 	bool json, no_check, warm, no_daemon;
 };
 
-/* One run through a zygote of its own, forked on demand, never cold. */
+/* One run on the warm path of its language, never cold: Python's through a
+ * zygote of its own, forked on demand; JavaScript's through a node sandbox
+ * started for it and handed the code as a pooled one is. Only that
+ * language's pool starts. */
 static int run_warm(sr_policy *p, const sr_run_request *req, sr_result *res, sr_error *err)
 {
 	sr_warm *w;
 	p->warm.enabled = true;
+	p->warm.languages = 1u << req->language;
 	p->warm.pool_size = 0;
 	p->warm.pool_size_auto = false;
 	p->warm.fallback_cold = false;
@@ -476,6 +482,11 @@ static int run_code(const struct run_opts *o, const char *code, size_t code_size
 	struct shown shown = { 0 };
 	sr_language language;
 	int rc = pick_language(o, &language);
+	if (!rc && o->warm && language == SR_LANG_BASH)
+		rc =
+		    usage_error("--warm: the code is bash, which has no warm path (its start-up is "
+				"a few ms, the sandbox's own; the warm pools are python's and "
+				"javascript's): run it without --warm");
 	if (!rc)
 		rc = o->policy ? load_policy(o->policy, &p)
 			       : (sr_policy_default(&p, &err) ? usage_error("%s", err.msg) : 0);

@@ -421,8 +421,9 @@ static void handle_create(srd_ctx *ctx, const srd_request *req, srd_response *re
 	*tail = sb;
 	pthread_mutex_unlock(&reg_lock);
 	srd_session_on_close(ss, on_session_close, sb);
-	srd_log("info", "e2b", "sandbox %s created (template %s, timeout %llds)", sb->id,
-		sb->template_id, timeout_s);
+	srd_log_tenant("info", "e2b", srd_tenant_log_name(req->peer->tenant),
+		       "sandbox %s created (template %s, timeout %llds)", sb->id, sb->template_id,
+		       timeout_s);
 	srd_respond_json(res, 201, sandbox_json(sb, true));
 	srd_e2b_release(sb);
 out:

@@ -116,9 +116,13 @@ void srd_e2b_contexts_freeze_locked(srd_e2b_sandbox *sb, bool frozen)
 {
 	for (srd_e2b_context *c = sb->contexts; c; c = c->next) {
 		sr_error err = { 0 };
-		if (c->kernel && sr_kernel_freeze(c->kernel, frozen, &err))
-			srd_log("warn", "e2b", "sandbox %s: %s context %s: %s", sb->id,
-				frozen ? "freeze" : "thaw", c->id, err.msg);
+		if (!c->kernel || sr_kernel_freeze(c->kernel, frozen, &err) == 0)
+			continue;
+		/* Not frozen: it would run on while the sandbox is paused. */
+		if (frozen)
+			sr_kernel_kill(c->kernel);
+		srd_log("warn", "e2b", "sandbox %s: %s context %s: %s%s", sb->id,
+			frozen ? "freeze" : "thaw", c->id, err.msg, frozen ? " (ended)" : "");
 	}
 }
 
@@ -556,6 +560,8 @@ static void watch_stop(struct watch *w)
 struct bash_end {
 	int wstatus;
 	bool timed_out, too_much, gone;
+	bool started; /* bash ran: a run to count */
+	uint64_t ms;  /* from its start to its end */
 };
 
 static void kill_command(const sr_exec_proc *pr)
@@ -669,7 +675,10 @@ static void bash_run(srd_ctx *ctx, srd_e2b_sandbox *sb, const char *code, struct
 	close(fo[1]);
 	close(fe[1]);
 	fo[1] = fe[1] = -1;
+	be->started = true;
+	uint64_t t0 = srd_now_ms();
 	bash_pump(o, &pr, fo[0], fe[0], peer, &pol->limits, be);
+	be->ms = srd_now_ms() - t0;
 	close(pr.pidfd);
 	flush_output(o);
 	if (be->timed_out)
@@ -696,6 +705,24 @@ out:
 	if (in >= 0)
 		close(in);
 	free(envp);
+}
+
+/* A bash run in the metrics and the log like any run: its status as the
+ * supervisor would classify it (the client leaving ends it: killed). */
+static void bash_record(srd_ctx *ctx, srd_e2b_sandbox *sb, const srd_peer *peer,
+			const struct bash_end *be, uint64_t t0, uint64_t t1, size_t code_len)
+{
+	sr_result r = { .duration_ms = be->ms, .truncated = be->too_much };
+	bool exited = WIFEXITED(be->wstatus);
+	r.exit_code = exited ? WEXITSTATUS(be->wstatus) : -1;
+	r.signal = exited ? 0 : WTERMSIG(be->wstatus);
+	r.status = be->timed_out         ? SR_STATUS_TIMEOUT
+		   : be->too_much        ? SR_STATUS_OUTPUT_LIMIT
+		   : be->gone || !exited ? SR_STATUS_KILLED
+		   : r.exit_code         ? SR_STATUS_ERROR
+					 : SR_STATUS_OK;
+	srd_run_record(ctx, &r, SR_LANG_BASH, srd_session_policy_name(sb->session), sb->id, peer,
+		       t1 - t0, srd_now_ms() - t0, code_len);
 }
 
 /* ---- POST /execute ------------------------------------------------------ */
@@ -774,7 +801,8 @@ static srd_e2b_context *language_context(srd_e2b_sandbox *sb, sr_language l, srd
 
 /* A run of a bash context; false after an answer that is not a run's. */
 static bool execute_bash(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, const char *code,
-			 const srd_request *req, srd_response *res, struct out *o)
+			 const srd_request *req, srd_response *res, struct out *o, uint64_t t0,
+			 uint64_t t1)
 {
 	sr_kernel_options ko;
 	srd_session_kernel_options(ctx, sb->session, &ko);
@@ -790,6 +818,8 @@ static bool execute_bash(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_e2b_context *c, 
 		o->gone = true;
 	struct bash_end be = { 0 };
 	bash_run(ctx, sb, code, o, req->peer ? req->peer->fd : -1, &be);
+	if (be.started)
+		bash_record(ctx, sb, req->peer, &be, t0, t1, strlen(code));
 	c->executions++;
 	cJSON *n = cJSON_CreateObject();
 	cJSON_AddStringToObject(n, "type", "number_of_executions");
@@ -857,7 +887,7 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 	} else if (c->removed) {
 		jupyter_error(res, 404, "context \"%s\" was removed", c->id);
 	} else if (c->language == SR_LANG_BASH) {
-		ran = execute_bash(ctx, sb, c, cJSON_GetStringValue(code), req, res, &o);
+		ran = execute_bash(ctx, sb, c, cJSON_GetStringValue(code), req, res, &o, t0, t1);
 	} else if (ensure_kernel(ctx, sb, c, &fresh, &err)) {
 		srd_run_refused(&err, &e);
 		srd_e2b_error(res, e.status, e.msg);
@@ -905,8 +935,8 @@ static void execute(srd_ctx *ctx, srd_e2b_sandbox *sb, srd_request *req, srd_res
 				drop_kernel(sb, c);
 				c->lost = true;
 			}
-			srd_run_record(ctx, &r, srd_session_policy_name(sb->session), sb->id,
-				       req->peer, t1 - t0, srd_now_ms() - t0, rr.code_size);
+			srd_run_record(ctx, &r, c->language, srd_session_policy_name(sb->session),
+				       sb->id, req->peer, t1 - t0, srd_now_ms() - t0, rr.code_size);
 			sr_result_free(&r);
 		}
 	}

@@ -1028,6 +1028,7 @@ static void proc_start(srd_ctx *ctx, srd_envd *env, srd_session *ss, const srd_r
 		srd_connect_stream_end(res, &e);
 		return;
 	}
+	srd_metrics_command(&ctx->metrics, srd_session_tenant(ss));
 	cJSON *body, *m = event("start", &body);
 	cJSON_AddNumberToObject(body, "pid", p->pid);
 	srd_connect_stream_send(res, m);

@@ -271,3 +271,17 @@ void srd_gate_counts(srd_gate *g, unsigned *running, unsigned *waiting)
 	*waiting = g->waiting;
 	pthread_mutex_unlock(&g->lock);
 }
+
+void srd_gate_class_counts(srd_gate *g, unsigned cls, unsigned *running, unsigned *waiting)
+{
+	pthread_mutex_lock(&g->lock);
+	*running = *waiting = 0;
+	if (g->n_classes && cls < g->n_classes) {
+		*running = g->class_running[cls];
+		*waiting = g->class_waiting[cls];
+	} else if (!g->n_classes && cls == 0) {
+		*running = g->running;
+		*waiting = g->waiting;
+	}
+	pthread_mutex_unlock(&g->lock);
+}

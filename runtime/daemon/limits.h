@@ -69,5 +69,7 @@ void srd_gate_close(srd_gate *g);
 /* Wait until nothing runs, at most timeout_ms. True when idle. */
 bool srd_gate_wait_idle(srd_gate *g, uint64_t timeout_ms);
 void srd_gate_counts(srd_gate *g, unsigned *running, unsigned *waiting);
+/* Class cls's (without classes: class 0 is everyone, the others none). */
+void srd_gate_class_counts(srd_gate *g, unsigned cls, unsigned *running, unsigned *waiting);
 
 #endif

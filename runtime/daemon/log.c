@@ -57,15 +57,33 @@ void srd_log_json(const char *event, cJSON *obj)
 	free(text);
 }
 
-void srd_log(const char *level, const char *event, const char *fmt, ...)
+static void log_msg(const char *level, const char *event, const char *tenant, const char *fmt,
+		    va_list ap) __attribute__((format(printf, 4, 0)));
+static void log_msg(const char *level, const char *event, const char *tenant, const char *fmt,
+		    va_list ap)
 {
 	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	cJSON *obj = cJSON_CreateObject();
 	cJSON_AddStringToObject(obj, "level", level);
 	cJSON_AddStringToObject(obj, "msg", msg);
+	if (tenant)
+		cJSON_AddStringToObject(obj, "tenant", tenant);
 	srd_log_json(event, obj);
+}
+
+void srd_log(const char *level, const char *event, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_msg(level, event, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void srd_log_tenant(const char *level, const char *event, const char *tenant, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_msg(level, event, tenant, fmt, ap);
+	va_end(ap);
 }

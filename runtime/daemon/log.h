@@ -10,5 +10,8 @@ void srd_log_json(const char *event, cJSON *obj);
 /* {"ts", "event", "level", "msg"}: start-up, reload, shutdown, errors. */
 void srd_log(const char *level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with "tenant" after "msg" when tenant is not NULL. */
+void srd_log_tenant(const char *level, const char *event, const char *tenant, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

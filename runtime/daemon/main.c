@@ -306,8 +306,8 @@ static int start(srd_ctx *ctx, srd_config *cfg, char **token, char *msg, size_t 
 	    check_tenants(ctx, cfg, *token, msg, size))
 		return -1;
 	if (srd_gate_init(&ctx->gate, (unsigned)cfg->max_runs, (unsigned)cfg->queue_depth) ||
-	    gate_tenants(&ctx->gate, &ctx->tenants) || srd_metrics_init(&ctx->metrics) ||
-	    install_signals())
+	    gate_tenants(&ctx->gate, &ctx->tenants) ||
+	    srd_metrics_init(&ctx->metrics, &ctx->tenants) || install_signals())
 		return snprintf(msg, size, "start-up: %s", strerror(errno)), -1;
 	ctx->cfg = cfg;
 	ctx->token = *token;

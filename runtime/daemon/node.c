@@ -86,17 +86,16 @@ bool srd_node_refuse_draining(srd_ctx *ctx, const char *what, srd_ferr *e)
 	return true;
 }
 
-static unsigned warm_ready(srd_ctx *ctx)
+/* warm_ready: every language's pools (a router that sends JavaScript runs
+ * wants to know about node sandboxes as much as Python's forks). */
+static void add_warm_ready(cJSON *j, srd_ctx *ctx)
 {
-	cJSON *pools = srd_warm_json(ctx->warm), *p;
-	unsigned n = 0;
-	cJSON_ArrayForEach(p, pools)
-	{
-		const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "ready");
-		n += cJSON_IsNumber(r) && r->valuedouble > 0 ? (unsigned)r->valuedouble : 0;
-	}
-	cJSON_Delete(pools);
-	return n;
+	unsigned ready[SR_LANG_BASH + 1];
+	srd_warm_ready(ctx->warm, ready);
+	cJSON_AddNumberToObject(j, "warm_ready", ready[SR_LANG_PYTHON] + ready[SR_LANG_JAVASCRIPT]);
+	cJSON *by = cJSON_AddObjectToObject(j, "warm_ready_by_language");
+	for (int l = SR_LANG_PYTHON; by && l < SR_LANG_BASH; l++)
+		cJSON_AddNumberToObject(by, sr_language_name((sr_language)l), ready[l]);
 }
 
 /* Ready unless draining, or full: every slot busy and the queue too, so a
@@ -123,7 +122,7 @@ void srd_handle_ready(srd_ctx *ctx, const srd_request *req, srd_response *res)
 	cJSON_AddNumberToObject(j, "queue_capacity", max_wait);
 	cJSON_AddNumberToObject(j, "sessions", srd_sessions_count(ctx->sessions));
 	cJSON_AddNumberToObject(j, "max_sessions", (double)ctx->cfg->max_sessions);
-	cJSON_AddNumberToObject(j, "warm_ready", warm_ready(ctx));
+	add_warm_ready(j, ctx);
 	srd_respond_json(res, draining || full ? 503 : 200, j);
 	if (draining || full)
 		res->retry_after = draining ? 5 : 1;

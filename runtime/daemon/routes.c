@@ -161,8 +161,7 @@ static void handle_metrics(srd_ctx *ctx, const srd_request *req, srd_response *r
 {
 	(void)req;
 	size_t len = 0;
-	char *text =
-	    srd_metrics_render(&ctx->metrics, &ctx->gate, srd_sessions_count(ctx->sessions), &len);
+	char *text = srd_metrics_render(&ctx->metrics, &ctx->gate, ctx->sessions, &len);
 	if (!text) {
 		srd_ferr e = { 0 };
 		srd_fail(&e, 500, NULL, "could not render the metrics");

@@ -27,13 +27,14 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 	const srd_tenant *t = peer->tenant;
 	srd_gate_result g = srd_gate_enter_class(&ctx->gate, t->index, client_gone, (void *)peer);
 	if (g == SRD_GATE_GONE) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_CLIENT_GONE);
-		srd_log("info", "run", "a queued run was dropped: its client disconnected");
+		srd_metrics_refused(&ctx->metrics, t, SRD_REFUSED_CLIENT_GONE);
+		srd_log_tenant("info", "run", srd_tenant_log_name(t),
+			       "a queued run was dropped: its client disconnected");
 		/* 499, nginx's "client closed request": no one reads it. */
 		srd_fail(e, 499, NULL, "the client disconnected while its run was queued");
 	}
 	if (g == SRD_GATE_CLASS_FULL) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
+		srd_metrics_refused(&ctx->metrics, t, SRD_REFUSED_QUEUE_FULL);
 		srd_fail(e, 429, NULL,
 			 "tenant \"%s\" has %u runs running and %u waiting (its "
 			 "max_concurrent_runs and queue_depth quotas); try again shortly",
@@ -41,14 +42,14 @@ srd_gate_result srd_run_enter_gate(srd_ctx *ctx, const srd_peer *peer, srd_ferr 
 			 ctx->gate.class_max_waiting[t->index]);
 		e->retry_after = 1;
 	} else if (g == SRD_GATE_FULL) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_QUEUE_FULL);
+		srd_metrics_refused(&ctx->metrics, t, SRD_REFUSED_QUEUE_FULL);
 		srd_fail(e, 429, NULL,
 			 "saferund is busy: %u runs are running and %u waiting; "
 			 "try again shortly",
 			 ctx->gate.max_running, ctx->gate.max_waiting);
 		e->retry_after = 1;
 	} else if (g == SRD_GATE_CLOSED) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_DRAINING);
+		srd_metrics_refused(&ctx->metrics, t, SRD_REFUSED_DRAINING);
 		srd_fail(e, 503, NULL, "saferund is shutting down; try again shortly");
 		e->retry_after = 5;
 	}
@@ -111,16 +112,20 @@ static int run_unmasked(srd_ctx *ctx, const char *policy, const sr_run_request *
 	return rc;
 }
 
-void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
-		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len)
+void srd_run_record(srd_ctx *ctx, const sr_result *r, sr_language language, const char *policy,
+		    const char *session, const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms,
+		    size_t code_len)
 {
-	srd_metrics_run(&ctx->metrics, r->status, r->duration_ms, queue_ms);
+	srd_metrics_run(&ctx->metrics, peer ? peer->tenant : NULL, language, r->status,
+			r->duration_ms, queue_ms);
 	cJSON *line = cJSON_CreateObject();
-	cJSON_AddStringToObject(line, "id", r->id);
+	if (r->id[0])
+		cJSON_AddStringToObject(line, "id", r->id);
 	if (session)
 		cJSON_AddStringToObject(line, "session", session);
 	cJSON_AddItemToObject(line, "peer", srd_peer_json(peer));
 	cJSON_AddStringToObject(line, "policy", policy);
+	cJSON_AddStringToObject(line, "language", sr_language_name(language));
 	cJSON_AddStringToObject(line, "status", sr_status_name(r->status));
 	cJSON_AddNumberToObject(line, "exit_code", r->exit_code);
 	cJSON_AddNumberToObject(line, "signal", r->signal);
@@ -152,7 +157,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	const char *name = o->policy ? o->policy : ctx->cfg->default_policy;
 	sr_policy *p = NULL;
 	if (srd_node_refuse_draining(ctx, "runs", e)) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_DRAINING);
+		srd_metrics_refused(&ctx->metrics, peer->tenant, SRD_REFUSED_DRAINING);
 		return -1;
 	}
 	if (srd_tenant_check_policy(peer->tenant, name, e) ||
@@ -161,7 +166,7 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 				   o->allow, o->n_allow, e) ||
 	    srd_run_opts_apply(o, p, name, e) ||
 	    srd_run_check_language(ctx, p, name, o->language, e)) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		srd_metrics_refused(&ctx->metrics, peer->tenant, SRD_REFUSED_BAD_REQUEST);
 		sr_policy_free(p);
 		return -1;
 	}
@@ -194,10 +199,11 @@ int srd_run_execute(srd_ctx *ctx, const srd_run_opts *o, const srd_peer *peer, s
 	srd_run_leave_gate(ctx, peer);
 	sr_policy_free(p);
 	if (rc < 0) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		srd_metrics_refused(&ctx->metrics, peer->tenant, SRD_REFUSED_BAD_REQUEST);
 		return srd_run_refused(&err, e);
 	}
-	srd_run_record(ctx, res, name, NULL, peer, t1 - t0, srd_now_ms() - t0, o->code_len);
+	srd_run_record(ctx, res, o->language, name, NULL, peer, t1 - t0, srd_now_ms() - t0,
+		       o->code_len);
 	return 0;
 }
 
@@ -210,7 +216,8 @@ void srd_handle_run(srd_ctx *ctx, const srd_request *req, srd_response *res)
 	srd_run_streamer st = { .res = res };
 	if (srd_json_parse_object(req->body, req->body_len, &doc, &e) ||
 	    srd_run_opts_parse(doc, &o, &e)) {
-		srd_metrics_refused(&ctx->metrics, SRD_REFUSED_BAD_REQUEST);
+		srd_metrics_refused(&ctx->metrics, req->peer ? req->peer->tenant : NULL,
+				    SRD_REFUSED_BAD_REQUEST);
 		srd_respond_error(res, &e);
 	} else if ((st.fmt = srd_stream_wanted(req, o.stream))) {
 		/* streamed (run_stream.h): output items, then the result */

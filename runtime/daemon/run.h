@@ -31,9 +31,11 @@ int srd_run_refused(const sr_error *err, srd_ferr *e);
 /* 400 naming "language" when p's profile has no interpreter for l. */
 int srd_run_check_language(const srd_ctx *ctx, const sr_policy *p, const char *policy_name,
 			   sr_language l, srd_ferr *e);
-/* Metrics and the run's log line (session: its id, or NULL). */
-void srd_run_record(srd_ctx *ctx, const sr_result *r, const char *policy, const char *session,
-		    const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms, size_t code_len);
+/* Metrics and the run's log line (session: its id, or NULL), by the
+ * peer's tenant and the run's language. */
+void srd_run_record(srd_ctx *ctx, const sr_result *r, sr_language language, const char *policy,
+		    const char *session, const srd_peer *peer, uint64_t queue_ms, uint64_t total_ms,
+		    size_t code_len);
 /* Sandboxes inherit the calling thread's signal mask: clear it around
  * anything that clones one (restore with pthread_sigmask(old)). */
 void srd_unmask_signals(sigset_t *old);

@@ -111,8 +111,9 @@ static void unlink_locked(srd_sessions *s, srd_session *ss, const char *why)
 	s->count--;
 	ss->ended = true;
 	sr_kernel_kill(ss->kernel);
-	srd_log("info", "session", "%s closed (%s) after %u run%s", ss->id, why, ss->runs,
-		ss->runs == 1 ? "" : "s");
+	srd_log_tenant("info", "session", srd_tenant_log_name(ss->tenant),
+		       "%s closed (%s) after %u run%s", ss->id, why, ss->runs,
+		       ss->runs == 1 ? "" : "s");
 }
 
 /* After unlink_locked, without the lock: the owner's hook, once. */
@@ -208,6 +209,19 @@ unsigned srd_sessions_count(srd_sessions *s)
 	unsigned n = s->count;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+void srd_sessions_count_by_tenant(srd_sessions *s, unsigned *counts, size_t n)
+{
+	memset(counts, 0, n * sizeof *counts);
+	pthread_mutex_lock(&s->lock);
+	for (srd_session *ss = s->head; ss; ss = ss->next)
+		if (ss->tenant && ss->tenant->index < n)
+			counts[ss->tenant->index]++;
+	for (size_t i = 0; i < s->building; i++)
+		if (s->builders[i] && s->builders[i]->index < n)
+			counts[s->builders[i]->index]++;
+	pthread_mutex_unlock(&s->lock);
 }
 
 void srd_sessions_reap(srd_sessions *s)
@@ -394,7 +408,8 @@ static int install_requirements(srd_ctx *ctx, srd_session *ss, const srd_run_opt
 	sr_run_request req = { .policy = ss->policy,
 			       .rootfs_dir = ctx->cfg->rootfs_dir,
 			       .requirements = o->requirements,
-			       .n_requirements = o->n_requirements };
+			       .n_requirements = o->n_requirements,
+			       .cgroup_share = srd_tenant_cgroup(peer->tenant) };
 	sr_result *r = &ss->deps;
 	memset(r, 0, sizeof *r);
 	snprintf(r->id, sizeof r->id, "ss-%s", ss->id);
@@ -650,8 +665,8 @@ int srd_session_run(srd_ctx *ctx, srd_session *ss, const srd_run_opts *o, const 
 		goto out;
 	}
 	ss->runs++;
-	srd_run_record(ctx, res, ss->policy_name, ss->id, peer, t1 - t0, srd_now_ms() - t0,
-		       o->code_len);
+	srd_run_record(ctx, res, language, ss->policy_name, ss->id, peer, t1 - t0,
+		       srd_now_ms() - t0, o->code_len);
 out:
 	ss->used_ms = srd_now_ms();
 	pthread_mutex_unlock(&ss->run_lock);

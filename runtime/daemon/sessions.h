@@ -26,6 +26,9 @@ int srd_sessions_open(const srd_config *cfg, srd_sessions **out, char *msg, size
 /* Close every session (their runs end as killed). */
 void srd_sessions_close(srd_sessions *s);
 unsigned srd_sessions_count(srd_sessions *s);
+/* counts[i]: the sessions of the tenant of index i (< n), open or being
+ * built, as srd_sessions_count and the tenant's max_sessions count them. */
+void srd_sessions_count_by_tenant(srd_sessions *s, unsigned *counts, size_t n);
 /* Close the sessions idle past session_ttl or older than session_max_age. */
 void srd_sessions_reap(srd_sessions *s);
 /* The ids of tenant's open sessions, oldest first. */

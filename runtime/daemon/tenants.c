@@ -542,6 +542,11 @@ int srd_tenants_make_cgroups(srd_tenants *ts, char *msg, size_t size)
 	return 0;
 }
 
+const char *srd_tenant_log_name(const srd_tenant *t)
+{
+	return t && t->in_file ? t->name : NULL;
+}
+
 const char *srd_tenant_cgroup(const srd_tenant *t)
 {
 	return t && t->cgroup[0] ? t->cgroup : NULL;

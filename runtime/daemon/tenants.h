@@ -67,6 +67,9 @@ const srd_tenant *srd_tenants_identify(const srd_tenants *ts, const char *global
  * "tenant-NAME" with the tenant's weight) that its runs, warm runs and
  * sessions' kernels are made in. Nothing without one. -1 with msg. */
 int srd_tenants_make_cgroups(srd_tenants *ts, char *msg, size_t size);
+/* Its name for a log line: NULL for the one default tenant (whose lines
+ * look as they did before tenants). */
+const char *srd_tenant_log_name(const srd_tenant *t);
 /* The tenant's share group for sr_run_request.cgroup_share, or NULL. */
 const char *srd_tenant_cgroup(const srd_tenant *t);
 /* 403 naming the policy when the tenant may not use it. */

@@ -12,6 +12,7 @@ struct srd_warm_pool {
 	char *policy;
 	sr_warm *w; /* NULL: the policy is warm but runs cold, for cold_why */
 	char *cold_why;
+	unsigned languages; /* warm.languages: which languages have a pool in w */
 	unsigned refs;
 	bool retired; /* replaced by a reload: stopped when refs is 0 */
 };
@@ -47,6 +48,7 @@ static srd_warm_pool *start_pool(srd_warm *t, const char *name, const sr_policy 
 			 "its network is egress, which only the cold path builds");
 	else if (sr_warm_start(p, t->rootfs_dir, &pool->w, &err) == 0) {
 		sr_warm_stats st;
+		pool->languages = p->warm.languages;
 		sr_warm_get_stats(pool->w, &st);
 		srd_log("info", "warm",
 			"policy %s: warm pool of %u starting (preload: %zu modules)%s",
@@ -161,6 +163,16 @@ static void add_names(cJSON *o, const char *key, char *names)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(tok));
 }
 
+/* The languages whose runs this pool serves warm (warm.languages). */
+static void add_languages(cJSON *o, unsigned languages)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "languages");
+	for (int l = SR_LANG_PYTHON; arr && l <= SR_LANG_BASH; l++)
+		if (languages & (1u << l))
+			cJSON_AddItemToArray(arr,
+					     cJSON_CreateString(sr_language_name((sr_language)l)));
+}
+
 /* The JavaScript pool (warm.languages): its counters, or why it has none. */
 static void add_js(cJSON *o, const struct sr_warm_js_stats *js)
 {
@@ -196,6 +208,7 @@ cJSON *srd_warm_json(srd_warm *t)
 			continue;
 		}
 		sr_warm_get_stats(t->v[i]->w, &st);
+		add_languages(o, t->v[i]->languages);
 		cJSON_AddBoolToObject(o, "zygote_up", st.zygote_up);
 		cJSON_AddNumberToObject(o, "ready", st.ready);
 		cJSON_AddNumberToObject(o, "pool_size", st.pool_size);
@@ -213,6 +226,25 @@ cJSON *srd_warm_json(srd_warm *t)
 	}
 	pthread_mutex_unlock(&t->mu);
 	return arr;
+}
+
+void srd_warm_ready(srd_warm *t, unsigned ready[SR_LANG_BASH + 1])
+{
+	memset(ready, 0, (SR_LANG_BASH + 1) * sizeof *ready);
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n; i++) {
+		sr_warm_stats st = { 0 };
+		if (!t->v[i]->w)
+			continue;
+		sr_warm_get_stats(t->v[i]->w, &st);
+		if (t->v[i]->languages & (1u << SR_LANG_PYTHON))
+			ready[SR_LANG_PYTHON] += st.ready;
+		if (st.js.enabled)
+			ready[SR_LANG_JAVASCRIPT] += st.js.ready;
+	}
+	pthread_mutex_unlock(&t->mu);
 }
 
 void srd_warm_close(srd_warm *t)

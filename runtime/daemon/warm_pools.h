@@ -23,8 +23,12 @@ void srd_warm_reload(srd_warm *t, srd_policies *reg);
 srd_warm_pool *srd_warm_acquire(srd_warm *t, const char *policy);
 sr_warm *srd_warm_pool_get(srd_warm_pool *p);
 void srd_warm_release(srd_warm *t, srd_warm_pool *p);
-/* [{policy, zygote_up, ready, pool_size, warm_runs, cold_runs, ...}] */
+/* [{policy, languages, zygote_up, ready, pool_size, warm_runs, cold_runs,
+ * ..., javascript: {...}}] */
 cJSON *srd_warm_json(srd_warm *t);
+/* Ready sandboxes over every pool, per language (SR_LANG_*): python's
+ * forks and javascript's node sandboxes; bash has no pool (0). */
+void srd_warm_ready(srd_warm *t, unsigned ready[SR_LANG_BASH + 1]);
 void srd_warm_close(srd_warm *t);
 
 #endif

@@ -414,7 +414,8 @@ typedef struct sr_deps_layer sr_deps_layer;
  * failed, limits) sets res->status SR_STATUS_ERROR and res->message and
  * returns 0; < 0 for a request refused outright (a malformed
  * requirement). res->deps says what was installed, met, ignored, cached;
- * res->id names pip's sandbox. */
+ * res->id names pip's sandbox, which (with the sandbox that finds the
+ * code's imports) is made below req->cgroup_share when it is set. */
 SR_PUBLIC int sr_deps_prepare(const sr_run_request *req, sr_result *res, sr_deps_layer **out,
 			      sr_error *err);
 SR_PUBLIC const char *sr_deps_layer_path(const sr_deps_layer *l);
@@ -618,7 +619,9 @@ SR_PUBLIC void sr_kernel_stop(sr_kernel *k);
 /* Freeze (true) or thaw (false) everything of the kernel's sandbox: its
  * interpreter, what it left running, its commands. A frozen kernel's
  * memory stays; sr_kernel_run thaws it (so freeze between runs). For a
- * pause of the whole sandbox; any thread. */
+ * pause of the whole sandbox; any thread. A freeze returns once every
+ * task has stopped; one that does not finish within 2 s (a task in
+ * uninterruptible sleep) is undone and fails with ETIMEDOUT. */
 SR_PUBLIC int sr_kernel_freeze(sr_kernel *k, bool frozen, sr_error *err);
 
 /* A command in a kernel's sandbox, as `docker exec` starts one: it enters

@@ -197,14 +197,23 @@ class Daemon:
 
     def only_pools_left(self, timeout=10):
         """Nothing of this daemon's runs and sessions is left: its groups are its warm
-        pools' alone (none once it stopped), full again (a zygote and pool_size ready sandboxes each, an init
-        and a python3 in every group). The shipped default policy is warm."""
+        pools' alone (none once it stopped), full again, every language's: Python's a
+        zygote and pool_size ready forks, JavaScript's pool_size node sandboxes; an init
+        and a python3 or a node in every group. The shipped default policy is warm."""
         def settled():
             pools = [] if self.proc.poll() is not None else \
                 [w for w in self.get("/v1/health").json()["warm"] if "cold_reason" not in w]
-            if not all(w["zygote_up"] and w["ready"] == w["pool_size"] for w in pools):
-                return False
-            groups = sum(1 + w["pool_size"] for w in pools)
+            groups = 0
+            for w in pools:
+                if "python" in w["languages"]:
+                    if not (w["zygote_up"] and w["ready"] == w["pool_size"]):
+                        return False
+                    groups += 1 + w["pool_size"]
+                js = w.get("javascript", {"up": False})
+                if js["up"]:
+                    if js["ready"] != js["pool_size"]:
+                        return False
+                    groups += js["pool_size"]
             names = {os.path.basename(g) for g in self.leftover_groups()}  # per hierarchy
             return len(names) == groups and \
                 len(own_sandbox_processes(self.cgroups)) == 2 * groups
@@ -281,6 +290,41 @@ def own_sandbox_processes(cgroups):
         if any(n in text for n in names):
             own.append(pid)
     return own
+
+
+# Sandbox code that holds its run until the test's go (release_held), 30 s
+# at most, not for a fixed time: it makes an empty /tmp/.hold, and the test,
+# root on the host, writes a byte into it through /proc/PID/root (writing,
+# not creating: host root owns no uid in the sandbox to create a file as).
+HOLD = ("import os, time\nopen('/tmp/.hold', 'w').close()\nend = time.time() + 30\n"
+        "while not os.path.getsize('/tmp/.hold') and time.time() < end:\n"
+        "    time.sleep(0.01)\n")
+
+
+def held(cgroups):
+    """The python of each run in these cgroups waiting in HOLD."""
+    out = []
+    for pid in own_sandbox_processes(cgroups):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if comm == "python3" and os.path.getsize(f"/proc/{pid}/root/tmp/.hold") == 0:
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def release_held(cgroups, n=1, timeout=30):
+    """Wait until n runs of these cgroups hold (HOLD), and let them go on."""
+    end = time.time() + timeout
+    while len(held(cgroups)) < n and time.time() < end:
+        time.sleep(0.02)
+    pids = held(cgroups)
+    assert len(pids) >= n, f"{len(pids)} of {n} runs holding"
+    for pid in pids:
+        with open(f"/proc/{pid}/root/tmp/.hold", "w") as f:
+            f.write("go")
 
 
 def tree(top):

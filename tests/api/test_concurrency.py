@@ -3,12 +3,12 @@ waits, and nothing is left behind."""
 import concurrent.futures as cf
 import time
 
-from conftest import own_sandbox_processes, wait_for
+from conftest import HOLD, release_held, wait_for
 
 
 def test_queue_full_is_429_with_retry_after(make_daemon):
     d = make_daemon("--max-runs", "1", "--queue-depth", "1")
-    sleeper = {"code": "import time; time.sleep(1.5)"}
+    sleeper = {"code": HOLD}
     with cf.ThreadPoolExecutor(4) as pool:
         running = pool.submit(d.post, "/v1/run", sleeper)
         assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
@@ -18,8 +18,10 @@ def test_queue_full_is_429_with_retry_after(make_daemon):
         assert r.status_code == 429, r.text
         assert r.headers["Retry-After"] == "1"
         assert "busy" in r.json()["detail"]
-        assert running.result().status_code == 200
-        assert queued.result().status_code == 200
+        release_held(d.cgroups)
+        assert running.result().json()["status"] == "ok"
+        release_held(d.cgroups)
+        assert queued.result().json()["status"] == "ok"
     assert d.run("print('after')")["status"] == "ok"
     metrics = d.get("/metrics").text
     assert 'saferund_runs_refused_total{reason="queue_full"} 1' in metrics
@@ -28,14 +30,15 @@ def test_queue_full_is_429_with_retry_after(make_daemon):
 def test_health_answers_while_every_slot_is_busy(make_daemon):
     d = make_daemon("--max-runs", "1", "--queue-depth", "4")
     with cf.ThreadPoolExecutor(4) as pool:
-        runs = [pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(2)"})
-                for _ in range(3)]
+        runs = [pool.submit(d.post, "/v1/run", {"code": HOLD}) for _ in range(3)]
         assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 2)
         for path in ("/health", "/v1/health", "/metrics", "/v1/openapi.json"):
             t = time.monotonic()
             assert d.get(path).status_code == 200
             assert time.monotonic() - t < 0.5, path
-        assert all(f.result().status_code == 200 for f in runs)
+        for _ in runs:
+            release_held(d.cgroups)
+        assert all(f.result().json()["status"] == "ok" for f in runs)
 
 
 def test_50_concurrent_runs_are_all_correct_and_leave_nothing(make_daemon):
@@ -68,7 +71,7 @@ def test_a_queued_run_whose_client_left_never_runs(make_daemon):
     d = make_daemon("--max-runs", "1", "--queue-depth", "4")
     body = json.dumps({"code": "print('ghost')"}).encode()
     with cf.ThreadPoolExecutor(4) as pool:
-        running = pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(2)"})
+        running = pool.submit(d.post, "/v1/run", {"code": HOLD})
         assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
         s = socket.socket(socket.AF_UNIX)
         s.connect(d.socket)
@@ -79,10 +82,11 @@ def test_a_queued_run_whose_client_left_never_runs(make_daemon):
         assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 2)
         s.close()
         assert wait_for(lambda: d.get("/health").json()["queue_depth"] == 1)
-        assert running.result().status_code == 200
+        release_held(d.cgroups)
+        assert running.result().json()["status"] == "ok"
         assert queued.result().json()["stdout"] == "next\n"
     metrics = d.get("/metrics").text
     assert 'saferund_runs_refused_total{reason="client_gone"} 1' in metrics
     runs = [l for l in d.lines("run") if "status" in l]
-    assert [r["code_bytes"] for r in runs] == [26, 13], runs  # the sleeper, then 'next'
+    assert [r["code_bytes"] for r in runs] == [len(HOLD), 13], runs  # the held run, then 'next'
     assert any("client disconnected" in l.get("msg", "") for l in d.lines("run"))

@@ -1,6 +1,7 @@
 """Requirements through the daemon (docs/dependencies.md): /v1/run and MCP's
 run_python install them for one run; a session installs them once, its
-runs share the layer, and the layer goes with the session."""
+runs share the layer, and the layer goes with the session. Under a tenants
+file pip's sandbox is made in the requesting tenant's cgroup."""
 import os
 import shutil
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from conftest import wait_for
 from test_mcp import Mcp
+from test_tenants import busy_groups, in_threads, tenants_daemon
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 from wheels import build_wheel  # noqa: E402
@@ -41,21 +43,37 @@ def deps_policy(place, cache):
 
 @pytest.fixture
 def dd(make_daemon, place):
+    """A daemon with a tenants file: this test (root, by its uid) is tenant
+    "a", with a cgroup of its own."""
     warm = deps_policy(place, os.path.join(place, "cache"))
     warm["warm"] = {"enabled": True, "preload": [], "pool_size": 1, "fallback": "cold"}
     strict = dict(warm, warm=dict(warm["warm"], fallback="error"))
-    return make_daemon(policies={"default": deps_policy(place, os.path.join(place, "cache")),
-                                 "private": deps_policy(place, False), "warm": warm,
-                                 "strict": strict})
+    return tenants_daemon(make_daemon, [{"name": "a", "uids": [0]}], tcp=False,
+                          policies={"default": deps_policy(place, os.path.join(place, "cache")),
+                                    "private": deps_policy(place, False), "warm": warm,
+                                    "strict": strict})
+
+
+def post_watching_pip(d, path, body):
+    """POST body to path; with it the names of the groups below tenant a's
+    that held processes of a pip sandbox ("...-pip") meanwhile: pip's CPU
+    and memory are charged to and weighted as the tenant's, like its runs."""
+    seen, got = set(), {}
+    threads = in_threads([lambda: got.setdefault("r", d.post(path, body))])
+    while threads[0].is_alive():
+        seen.update(g for g in busy_groups(d, "tenant-a") if g.endswith("-pip"))
+        threads[0].join(timeout=0.005)
+    return got["r"], seen
 
 
 def test_run_installs_requirements_and_says_so(dd):
-    r = dd.post("/v1/run", {"code": "import tinyleaf; print(tinyleaf.VERSION)",
-                            "requirements": ["tinyleaf"]})
+    r, pip = post_watching_pip(dd, "/v1/run", {"code": "import tinyleaf; print(tinyleaf.VERSION)",
+                                               "requirements": ["tinyleaf"]})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["status"] == "ok" and body["stdout"] == "1.0\n", body
     assert body["dependencies"]["installed"] == ["tinyleaf==1.0"]
+    assert pip == {body["id"] + "-pip"}, pip  # in the tenant's group
     again = dd.post("/v1/run", {"code": "import tinyleaf", "requirements": ["tinyleaf"]}).json()
     assert again["dependencies"]["cached"] is True
 
@@ -87,12 +105,13 @@ def test_session_layer_lives_and_goes_with_the_session(dd, policy):
         return {e for e in ents if e.endswith(f"-{dd.proc.pid}-pip")}
 
     assert mine() == set()
-    r = dd.post("/v1/sessions", {"policy": policy, "requirements": ["tinyleaf"],
-                                 "stateful": False})
+    r, pip = post_watching_pip(dd, "/v1/sessions", {"policy": policy, "requirements": ["tinyleaf"],
+                                                    "stateful": False})
     assert r.status_code == 201, r.text
     s = r.json()
     assert s["dependencies"]["installed"] == ["tinyleaf==1.0"]
     sid = s["session_id"]
+    assert pip == {f"ss-{sid}-pip"}, pip  # in the tenant's group
     for _ in range(2):
         out = dd.post(f"/v1/sessions/{sid}/run",
                       {"code": "import tinyleaf; print(tinyleaf.VERSION)"}).json()

@@ -235,6 +235,17 @@ def test_the_e2b_sdk_end_to_end(make_daemon):
     assert requests.delete(d.e2b_url + "/sandboxes/" + sb["sandboxID"],
                            headers=h).status_code == 204
 
+    # bash runs and commands in the metrics and the log, by tenant (b ran none)
+    m = d.get("/metrics").text
+    for series, n in (('saferund_tenant_runs_total{tenant="a",language="bash",status="ok"}', 2),
+                      ('saferund_tenant_runs_total{tenant="a",language="bash",status="error"}', 1),
+                      ('saferund_tenant_commands_total{tenant="a"}', 5),
+                      ('saferund_tenant_commands_total{tenant="b"}', 0)):
+        assert f"\n{series} {n}\n" in m, (series, m)
+    bash = [(l["peer"]["tenant"], l["status"], l["exit_code"]) for l in d.lines("run")
+            if l["language"] == "bash"]
+    assert bash == [("a", "ok", 0), ("a", "error", 3), ("a", "ok", 0)], bash
+
     # nothing left: sessions, workspaces, cgroups, processes
     assert wait_for(lambda: d.mounted_workspaces() == [], timeout=5), d.mounted_workspaces()
     assert wait_for(lambda: d.leftover_groups() == [], timeout=5), d.leftover_groups()

@@ -138,7 +138,8 @@ def test_a_busy_javascript_kernel_ends_with_its_supervisor(make_daemon):
 # ---- the warm path for JavaScript (runtime/lib/run/warm_node.c) ----------------
 
 JS_WARM = {**HOST_POLICY, "limits": {"memory": "256M", "pids": 16, "wall_time": "10s"},
-           "warm": {"enabled": True, "languages": ["javascript"], "pool_size": 2}}
+           "warm": {"enabled": True, "languages": ["python", "javascript"], "preload": [],
+                    "pool_size": 2}}
 
 WARM_JS_FIRST = r"""
 const fs = require('fs'), os = require('os');
@@ -167,16 +168,22 @@ def test_javascript_runs_on_pooled_node_sandboxes(make_daemon):
     """Each JavaScript run takes a sandbox whose node started ahead (not
     on the request's path), used once: the same result as `node main.js`
     cold, the same containment, a fresh sandbox per run, the pool refilled
-    in the background and nothing left when the daemon stops."""
+    in the background and nothing left when the daemon stops. Next to
+    Python's pool of the same policy, both counted wherever the daemon
+    reports its pools (/v1/ready, the leftover checks)."""
     d = make_daemon(policies={"default": JS_WARM})
 
     def full():
         return js_pool(d)["ready"] == 2
 
     assert wait_for(full, timeout=60), d.get("/v1/health").json()["warm"]
+    assert d.only_pools_left(timeout=60), d.get("/v1/health").json()["warm"]
     w = d.get("/v1/health").json()["warm"][0]
-    assert (w["zygote_up"], w["javascript"]["up"], w["javascript"]["pool_size"]) == \
-        (False, True, 2), w
+    assert (w["languages"], w["zygote_up"], w["pool_size"], w["javascript"]["up"],
+            w["javascript"]["pool_size"]) == (["python", "javascript"], True, 2, True, 2), w
+    ready = d.get("/v1/ready").json()
+    assert (ready["warm_ready"], ready["warm_ready_by_language"]) == \
+        (4, {"python": 2, "javascript": 2}), ready
 
     r = d.run(WARM_JS_FIRST, language="javascript", stdin="from stdin",
               env={"GREETING": "hi"},
@@ -224,7 +231,9 @@ def test_javascript_runs_on_pooled_node_sandboxes(make_daemon):
     assert wait_for(full, timeout=30)
     js = js_pool(d)
     assert (js["warm_runs"], js["spawned"], js["spawn_failures"]) == (4, 6, 0), js
-    assert len(own_sandbox_processes(d.cgroups)) == 4  # an init and a node in each
+    assert d.only_pools_left(), d.get("/v1/health").json()["warm"]
+    # an init and a node in each of 2, an init and a python3 in the zygote's and its 2 forks'
+    assert len(own_sandbox_processes(d.cgroups)) == 10
 
     assert d.stop() == 0
     assert d.leftover_groups() == []

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 
-from conftest import HOST_POLICY, SAFERUND, own_sandbox_processes, wait_for
+from conftest import HOLD, HOST_POLICY, SAFERUND, own_sandbox_processes, release_held, wait_for
 
 
 def ids(groups):
@@ -67,11 +67,12 @@ def test_sigkill_mid_run_then_restart_removes_the_leftovers(make_daemon):
 def test_sigterm_lets_a_run_finish_and_exits_0(make_daemon):
     d = make_daemon()
     with cf.ThreadPoolExecutor(1) as pool:
-        run = pool.submit(d.post, "/v1/run", {"code": "import time; time.sleep(1.5); print('done')"})
+        run = pool.submit(d.post, "/v1/run", {"code": HOLD + "print('done')"})
         assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
         d.send(signal.SIGTERM)
         # no new connections: the socket path is gone at once
         assert wait_for(lambda: not os.path.exists(d.socket), timeout=5)
+        release_held(d.cgroups)
         r = run.result(timeout=30)
     assert r.status_code == 200 and r.json()["output"] == "done\n"
     assert d.proc.wait(timeout=30) == 0
@@ -96,7 +97,7 @@ def test_sigterm_past_the_grace_period_kills_the_runs(make_daemon):
 
 def test_draining_daemon_refuses_new_runs_with_503(make_daemon):
     d = make_daemon("--max-runs", "1", "--queue-depth", "2")
-    conn_sleep = {"code": "import time; time.sleep(1.5)"}
+    conn_sleep = {"code": HOLD}
     with cf.ThreadPoolExecutor(2) as pool:
         first = pool.submit(d.post, "/v1/run", conn_sleep)
         assert wait_for(lambda: d.get("/health").json()["runs_in_flight"] == 1)
@@ -105,7 +106,8 @@ def test_draining_daemon_refuses_new_runs_with_503(make_daemon):
         d.send(signal.SIGTERM)
         r = queued.result(timeout=30)
         assert r.status_code == 503 and r.headers["Retry-After"]
-        assert first.result(timeout=30).status_code == 200
+        release_held(d.cgroups)
+        assert first.result(timeout=30).json()["status"] == "ok"
     assert d.proc.wait(timeout=30) == 0
 
 

@@ -9,11 +9,12 @@ import subprocess
 
 import requests
 
-from conftest import SAFERUND, wait_for
+from conftest import HOLD, SAFERUND, release_held, wait_for
 from test_mcp import Mcp, initialize_body
 
 READY_KEYS = {"status", "node", "runs_in_flight", "queued", "free_slots", "max_concurrent_runs",
-              "queue_capacity", "sessions", "max_sessions", "warm_ready"}
+              "queue_capacity", "sessions", "max_sessions", "warm_ready",
+              "warm_ready_by_language"}
 
 
 def test_session_ids_carry_the_node_and_answers_name_it(make_daemon):
@@ -68,19 +69,21 @@ def test_ready_reports_the_load_and_503_when_full(make_daemon):
     r = d.get("/v1/ready")
     assert r.status_code == 200 and set(r.json()) == READY_KEYS, r.text
     assert r.json()["status"] == "ready" and r.json()["free_slots"] == 1
-    sleep = {"code": "import time; time.sleep(3)"}
+    hold = {"code": HOLD}
     with cf.ThreadPoolExecutor(2) as pool:
-        first = pool.submit(d.post, "/v1/run", sleep)
+        first = pool.submit(d.post, "/v1/run", hold)
         assert wait_for(lambda: d.get("/v1/ready").json()["runs_in_flight"] == 1, timeout=30)
         r = d.get("/v1/ready")
         assert r.status_code == 200 and r.json()["free_slots"] == 0
-        second = pool.submit(d.post, "/v1/run", sleep)
+        second = pool.submit(d.post, "/v1/run", hold)
         assert wait_for(lambda: d.get("/v1/ready").json()["queued"] == 1, timeout=30)
         r = d.get("/v1/ready")
         assert r.status_code == 503 and r.json()["status"] == "full", r.text
         assert r.headers["Retry-After"] == "1"
-        assert first.result(timeout=60).status_code == 200
-        assert second.result(timeout=60).status_code == 200
+        release_held(d.cgroups)
+        assert first.result(timeout=60).json()["status"] == "ok"
+        release_held(d.cgroups)
+        assert second.result(timeout=60).json()["status"] == "ok"
     assert d.get("/v1/ready").status_code == 200
 
 
@@ -109,8 +112,7 @@ def test_sigterm_keeps_tcp_answering_draining_until_the_run_ends(make_daemon):
     d = make_daemon("--node-id", "t1", tcp=True, token="t" * 32)
     auth = {"Authorization": "Bearer " + "t" * 32}
     with cf.ThreadPoolExecutor(1) as pool:
-        run = pool.submit(d.post, "/v1/run",
-                          {"code": "import time; time.sleep(6); print('done')"})
+        run = pool.submit(d.post, "/v1/run", {"code": HOLD + "print('done')"})
         assert wait_for(lambda: d.get("/v1/ready").json()["runs_in_flight"] == 1, timeout=30)
         d.send(signal.SIGTERM)
         # the router's check: /v1/ready over TCP says draining while the run goes on
@@ -123,5 +125,6 @@ def test_sigterm_keeps_tcp_answering_draining_until_the_run_ends(make_daemon):
         assert r.json()["status"] == "draining" and r.json()["runs_in_flight"] == 1, r.text
         r = requests.post(d.tcp_url("/v1/run"), json={"code": "1"}, headers=auth, timeout=30)
         assert r.status_code == 503 and "node t1 is draining" in r.json()["error"], r.text
+        release_held(d.cgroups)
         assert run.result(timeout=60).json()["output"] == "done\n"
     assert d.proc.wait(timeout=60) == 0

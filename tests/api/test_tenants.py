@@ -12,7 +12,7 @@ import sys
 import pytest
 import requests
 
-from conftest import wait_for
+from conftest import HOLD, release_held, wait_for
 
 TOKEN_A = "tenant-a-token-0123456789abcdef"
 TOKEN_B = "tenant-b-token-0123456789abcdef"
@@ -241,12 +241,44 @@ def test_a_tenant_s_session_quota_is_429_naming_it(make_daemon):
     assert r.json()["error"].startswith('tenant "a" has 1 sessions open (its max_sessions quota)')
 
 
+def metrics(d, token=TOKEN_A):
+    """{series: value} of GET /metrics."""
+    r = Tcp(d, token)("GET", "/metrics") if d.tcp_addr else d.get("/metrics")
+    assert r.status_code == 200
+    return {name: float(value) for name, _, value in
+            (line.rpartition(" ") for line in r.text.splitlines() if line and line[0] != "#")}
+
+
+NOT_REFUSED = {f'runs_refused_total{{reason="{r}"}}': 0
+               for r in ("bad_request", "queue_full", "draining", "client_gone")}
+
+
+def tenant_series(m, tenant):
+    """The series of one tenant, its label taken out: {"runs_total{...}": n}."""
+    label = f'tenant="{tenant}"'
+    out = {}
+    for name, value in m.items():
+        if name.startswith("saferund_tenant_") and label in name:
+            short = name[len("saferund_tenant_"):].replace(label + ",", "").replace(label, "")
+            out[short.replace("{}", "")] = value
+    return out
+
+
 def test_without_a_tenants_file_everyone_is_one_tenant(make_daemon):
+    """...and the metrics by tenant have the one tenant "default", whose
+    counts are the daemon's; its log lines name no tenant, as before."""
     d = make_daemon()
     sid = d.post("/v1/sessions", {}).json()["session_id"]
     assert [s["session_id"] for s in d.get("/v1/sessions").json()["sessions"]] == [sid]
     r = d.post("/v1/run", {"code": "print(eval('6*7'))", "allow": ["eval"]})
     assert r.status_code == 200 and r.json()["output"] == "42\n"  # no ceiling
+    m = metrics(d)
+    assert tenant_series(m, "default") == {
+        'runs_total{language="python",status="ok"}': 1, "commands_total": 0,
+        "runs_in_flight": 0, "queue_depth": 0, "sessions": 1, **NOT_REFUSED}
+    assert m['saferund_runs_total{status="ok"}'] == 1 and m["saferund_sessions"] == 1
+    assert [k for k in m if "tenant=" in k and 'tenant="default"' not in k] == []
+    assert "tenant" not in d.lines("run")[-1]["peer"]
 
 
 SUBPROCESS = {"code": "import subprocess; print(subprocess.run(['/bin/echo', 'escaped'], "
@@ -329,7 +361,7 @@ def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon
         {"name": "a", "tokens": [TOKEN_A], "quotas": {"max_concurrent_runs": 1, "queue_depth": 0}},
         {"name": "b", "tokens": [TOKEN_B]}], "--max-runs", "2")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(4)"})])
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})])
     assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
     r = a("POST", "/v1/run", json={"code": "print(1)"})
     assert r.status_code == 429 and r.headers["Retry-After"] == "1"
@@ -337,6 +369,10 @@ def test_a_tenant_s_run_quota_is_429_and_the_other_tenant_still_runs(make_daemon
         'tenant "a" has 1 runs running and 0 waiting (its max_concurrent_runs and queue_depth')
     r = b("POST", "/v1/run", json={"code": "print(2)"})  # the daemon's other slot is b's
     assert r.status_code == 200 and r.json()["output"] == "2\n"
+    m = metrics(d)
+    assert (m['saferund_tenant_runs_refused_total{tenant="a",reason="queue_full"}'],
+            m['saferund_tenant_runs_refused_total{tenant="b",reason="queue_full"}']) == (1, 0)
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
 
@@ -346,18 +382,60 @@ def test_run_slots_go_to_the_tenants_in_turn(make_daemon):
     queued after them, gets the slot next instead of last."""
     d = two_tenants(make_daemon, "--max-runs", "1")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(2)"})])
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})])
     assert wait_for(lambda: health(d)["runs_in_flight"] == 1, timeout=60)
     threads += in_threads([lambda: a("POST", "/v1/run", json={"code": "print('a')"})
                            for _ in range(4)])
     assert wait_for(lambda: health(d)["queue_depth"] == 4, timeout=60)
     assert health(d)["runs_in_flight"] == 1  # the first still runs: the queue is set
-    r = b("POST", "/v1/run", json={"code": "print('b')"})
-    assert r.status_code == 200
+    # by tenant in the metrics: a's one run and four waiting, none of b's
+    m = metrics(d)
+    assert (m['saferund_tenant_runs_in_flight{tenant="a"}'],
+            m['saferund_tenant_queue_depth{tenant="a"}'],
+            m['saferund_tenant_runs_in_flight{tenant="b"}'],
+            m['saferund_tenant_queue_depth{tenant="b"}']) == (1, 4, 0, 0)
+    rb = []
+    threads += in_threads([lambda: rb.append(b("POST", "/v1/run", json={"code": "print('b')"}))])
+    assert wait_for(lambda: health(d)["queue_depth"] == 5, timeout=60)
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
+    assert rb[0].status_code == 200
     order = [l["peer"]["tenant"] for l in d.lines("run")]
     assert order == ["a", "b", "a", "a", "a", "a"], order
+    m = metrics(d)
+    assert (m['saferund_tenant_runs_total{tenant="a",language="python",status="ok"}'],
+            m['saferund_tenant_runs_total{tenant="b",language="python",status="ok"}']) == (5, 1)
+
+
+def test_metrics_and_logs_carry_the_tenant(make_daemon):
+    """Runs by tenant, language and status; sessions by tenant; the log
+    lines of runs, sessions opened and closed name their tenant."""
+    d = two_tenants(make_daemon)
+    a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
+    assert a("POST", "/v1/run", json={"code": "echo hi", "language": "bash",
+                                     "policy": "host"}).json()["status"] == "ok"
+    assert a("POST", "/v1/run", json={"code": "1/0"}).json()["status"] == "error"
+    assert a("POST", "/v1/run", json={"code": "1", "policy": "nope"}).status_code == 400
+    sid = b("POST", "/v1/sessions", json={"stateful": True}).json()["session_id"]
+    assert b("POST", f"/v1/sessions/{sid}/run", json={"code": "x = 1"}).json()["status"] == "ok"
+    m = metrics(d)
+    assert tenant_series(m, "a") == {
+        'runs_total{language="bash",status="ok"}': 1,
+        'runs_total{language="python",status="error"}': 1,
+        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 0,
+        **NOT_REFUSED, 'runs_refused_total{reason="bad_request"}': 1}
+    assert tenant_series(m, "b") == {
+        'runs_total{language="python",status="ok"}': 1,
+        "commands_total": 0, "runs_in_flight": 0, "queue_depth": 0, "sessions": 1, **NOT_REFUSED}
+    assert m['saferund_runs_total{status="ok"}'] == 2 and m["saferund_sessions"] == 1
+    assert b("DELETE", f"/v1/sessions/{sid}").status_code in (200, 204)
+    assert metrics(d)['saferund_tenant_sessions{tenant="b"}'] == 0
+    runs = [(l["peer"]["tenant"], l["language"], l["status"]) for l in d.lines("run")]
+    assert runs == [("a", "bash", "ok"), ("a", "python", "error"), ("b", "python", "ok")], runs
+    opened, closed = d.lines("session")
+    assert (opened["session"], opened["peer"]["tenant"]) == (sid, "b")
+    assert closed["msg"].startswith(f"{sid} closed") and closed["tenant"] == "b", closed
 
 
 def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
@@ -365,12 +443,14 @@ def test_by_default_a_tenant_leaves_one_slot_to_the_others(make_daemon):
     second long run waits and b's run takes the other slot at once."""
     d = two_tenants(make_daemon, "--max-runs", "2")
     a, b = Tcp(d, TOKEN_A), Tcp(d, TOKEN_B)
-    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": "import time; time.sleep(5)"})
+    threads = in_threads([lambda: a("POST", "/v1/run", json={"code": HOLD})
                           for _ in range(2)])
     assert wait_for(lambda: health(d)["queue_depth"] == 1, timeout=60)
     assert health(d)["runs_in_flight"] == 1
     r = b("POST", "/v1/run", json={"code": "print('b')"})
     assert r.status_code == 200 and r.json()["output"] == "b\n"
+    release_held(d.cgroups)  # a's first, then its second
+    release_held(d.cgroups)
     for t in threads:
         t.join(timeout=120)
     assert [l["peer"]["tenant"] for l in d.lines("run")] == ["b", "a", "a"]

@@ -11,6 +11,7 @@ forked sandbox's init is the zygote python's child."""
 import base64
 import concurrent.futures as cf
 import contextlib
+import json
 import os
 import re
 import signal
@@ -187,7 +188,8 @@ def test_the_pool_is_ready_in_health_and_runs_go_warm(make_daemon):
     d = make_daemon(policies={"default": warm_policy(),
                               "host": {**HOST_POLICY, "warm": {"enabled": False}}})
     w = wait_pool_ready(d)
-    assert w == {"policy": "default", "zygote_up": True, "ready": 2, "pool_size": 2,
+    assert w == {"policy": "default", "languages": ["python"], "zygote_up": True, "ready": 2,
+                 "pool_size": 2,
                  "zygote_starts": 1, "spawned": 2, "spawn_failures": 0, "warm_runs": 0,
                  "cold_runs": 0}
     assert [x["policy"] for x in d.get("/v1/health").json()["warm"]] == ["default"]
@@ -614,6 +616,36 @@ def test_the_warmup_runs_once_in_the_zygote(make_daemon):
         seen.add(when)
         time.sleep(0.05)
     assert len(seen) == 1, seen
+
+
+SAVEFIG = ("import os\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+           "ax.plot([1, 2, 3], [2, 1, 3])\nax.set_title('salary by city')\n"
+           "fig.savefig('plot.png')\nprint(os.path.getsize('plot.png') > 1000)\n")
+
+
+def test_the_shipped_warmup_saves_a_figure_and_every_sandbox_saves_its_own(make_daemon):
+    """The shipped default warmup (policies/default.json) renders and saves
+    a PNG in the zygote, then drops the fonts it loaded (matplotlib's at-fork
+    hook would drop them in every sandbox, a cost per sandbox): no font file
+    stays open in the zygote, and every sandbox forked after it saves a
+    figure of its own (a savefig in the zygote used to crash them all:
+    docs/warm.md). On the host profile, which has matplotlib (CI's
+    bootstrap installs it)."""
+    with open(os.path.join(os.environ["SAFERUN_SOURCE_DIR"], "policies", "default.json")) as f:
+        warmup = json.load(f)["warm"]["warmup"]
+    assert "savefig" in warmup
+    d = warm_daemon(make_daemon, default=warm_policy(preload=["matplotlib.pyplot"],
+                                                     warmup=warmup))
+    zygote = [p for ps in layout(d)["top"].values() for p in ps
+              if proc_status(p)["Name"] == "python3"]
+    assert len(zygote) == 1, layout(d)
+    fds = [os.readlink(f"/proc/{zygote[0]}/fd/{fd}") for fd in os.listdir(f"/proc/{zygote[0]}/fd")]
+    assert not [f for f in fds if f.endswith((".ttf", ".afm", ".otf"))], fds
+    for _ in range(3):
+        r = run_ok(d, SAVEFIG)
+        assert (r["path"], r["output"]) == ("warm", "True\n"), r
+    w = pool(d)
+    assert (w["zygote_starts"], w["spawn_failures"], w["warm_runs"]) == (1, 0, 3), w
 
 
 def test_a_failing_warmup_names_its_line(make_daemon):

@@ -27,6 +27,7 @@
  *
  * usage: cgroup_driver kill [PIDS [CPU_MILLIS]]   (pids.max 48, 0.1 CPU)
  *        cgroup_driver share WEIGHT   (share_main, below)
+ *        cgroup_driver freeze ROUNDS  (freeze_main, below)
  * Prints one JSON object with what it found; test_cgroup.py checks it. Exit 0
  * unless the set-up itself failed (exit 1, the reason on stderr). Whatever
  * happens, it kills what it started and removes the group before exiting. */
@@ -443,12 +444,124 @@ static int share_main(unsigned weight)
 	return 0;
 }
 
+/* freeze: busy multi-threaded processes in a group throttled to a tenth
+ * of a CPU, frozen and thawed ROUNDS times; right after each
+ * sr_cgroup_freeze returns, the kernel's own word on the group (v1
+ * freezer.state, v2 cgroup.events "frozen") must be frozen. A throttled
+ * group's freeze waits for its next CPU period: without the wait it reads
+ * FREEZING (frozen 0) for tens of milliseconds. */
+#define SPINNERS     3
+#define SPIN_THREADS 6
+
+static void *spin(void *arg)
+{
+	volatile unsigned long *n = arg;
+	for (;;)
+		(*n)++;
+	return NULL;
+}
+
+static void spinner_body(void)
+{
+	name_self("spin");
+	static unsigned long counts[SPIN_THREADS];
+	for (int i = 1; i < SPIN_THREADS; i++) {
+		pthread_t t;
+		pthread_create(&t, NULL, spin, &counts[i]);
+	}
+	report("spin");
+	spin(&counts[0]);
+}
+
+static bool group_frozen(sr_cgroup_mode mode, const char *id)
+{
+	bool v2 = mode == SR_CGROUP_V2;
+	char *own = sr_cgroup_own_dir(mode, v2 ? "memory" : "freezer"), path[4096], buf[256] = "";
+	snprintf(path, sizeof path, "%s/saferun/%s/%s", own ? own : "?", id,
+		 v2 ? "cgroup.events" : "freezer.state");
+	free(own);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *f = strstr(buf, "frozen ");
+	return v2 ? f && f[strlen("frozen ")] == '1' : strncmp(buf, "FROZEN", 6) == 0;
+}
+
+static int freeze_main(int rounds)
+{
+	snprintf(prefix, sizeof prefix, "sf%05d-", (int)(getpid() % 100000));
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGCHLD, SIG_IGN);
+	int rep[2];
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		perror("pipe");
+		return 1;
+	}
+	report_w = rep[1];
+	char id[64];
+	snprintf(id, sizeof id, "srcg-freeze-%d", (int)getpid());
+	sr_limits lim = {
+		.wall_ms = 20000, .cpu_millis = 100, .memory_bytes = 256u << 20, .pids = 64
+	};
+	sr_cgroup *cg = NULL;
+	sr_error err = { 0 };
+	if (sr_cgroup_create(NULL, id, &lim, &cg, &err)) {
+		fprintf(stderr, "create: %s\n", err.msg);
+		return 1;
+	}
+	sr_cgroup_mode mode = sr_cgroup_get_mode(cg);
+	struct member m[SPINNERS];
+	int rc = 0;
+	for (int i = 0; i < SPINNERS && rc == 0; i++)
+		rc = spawn(spinner_body, join_group, cg);
+	close(rep[1]);
+	int have = rc == 0 ? collect(rep[0], m, SPINNERS) : 0;
+	int frozen_at_return = 0, errors = 0;
+	uint64_t max_ms = 0;
+	char first_error[256] = "";
+	for (int r = 0; have == SPINNERS && r < rounds; r++) {
+		/* running again, with CPU to spend in this period */
+		nanosleep(&(struct timespec){ .tv_nsec = 30 * 1000000 }, NULL);
+		uint64_t t0 = now_ms();
+		sr_error ferr = { 0 };
+		if (sr_cgroup_freeze(cg, true, &ferr) < 0) {
+			errors++;
+			if (!first_error[0])
+				snprintf(first_error, sizeof first_error, "%s", ferr.msg);
+		} else {
+			frozen_at_return += group_frozen(mode, id);
+		}
+		uint64_t ms = now_ms() - t0;
+		max_ms = ms > max_ms ? ms : max_ms;
+		if (sr_cgroup_freeze(cg, false, &ferr) < 0 && !first_error[0])
+			snprintf(first_error, sizeof first_error, "thaw: %s", ferr.msg);
+	}
+	bool thawed = !group_frozen(mode, id);
+	sr_error derr = { 0 };
+	int destroy_rc = sr_cgroup_destroy(cg, &derr);
+	for (int tries = 0; tries < 200 && live_named(true); tries++)
+		nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000000 }, NULL);
+	for (char *c = first_error; *c; c++)
+		*c = *c == '"' || *c == '\\' ? '\'' : *c;
+	printf("{\"mode\": \"%s\", \"members\": %d, \"rounds\": %d, \"frozen_at_return\": %d, "
+	       "\"errors\": %d, \"first_error\": \"%s\", \"max_freeze_ms\": %llu, "
+	       "\"thawed\": %s, \"destroy_rc\": %d}\n",
+	       sr_cgroup_mode_name(mode), have, rounds, frozen_at_return, errors, first_error,
+	       (unsigned long long)max_ms, thawed ? "true" : "false", destroy_rc);
+	return rc == 0 && have == SPINNERS ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "share") == 0)
 		return share_main((unsigned)atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "freeze") == 0)
+		return freeze_main(atoi(argv[2]));
 	if (argc < 2 || argc > 4 || strcmp(argv[1], "kill") != 0) {
-		fprintf(stderr, "usage: cgroup_driver kill [PIDS [CPU_MILLIS]] | share WEIGHT\n");
+		fprintf(stderr, "usage: cgroup_driver kill [PIDS [CPU_MILLIS]] | share WEIGHT | "
+				"freeze ROUNDS\n");
 		return 2;
 	}
 	snprintf(prefix, sizeof prefix, "sg%05d-", (int)(getpid() % 100000));

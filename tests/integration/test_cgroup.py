@@ -206,6 +206,29 @@ def test_cgroup_kill_ends_every_process_in_the_group():
         assert out["freezer_seen_frozen"] is True, out
 
 
+def test_a_freeze_returns_once_the_group_is_frozen():
+    """sr_cgroup_freeze (a stateful kernel between runs, E2B's pause) waits
+    for the kernel to finish the freeze: busy multi-threaded processes in a
+    group throttled to a tenth of a CPU are frozen 8 times, and right after
+    each return the group reads frozen (v1 freezer.state FROZEN, v2
+    cgroup.events "frozen 1"). Without the wait it reads FREEZING while the
+    throttled tasks wait for their next CPU period."""
+    driver = subprocess.Popen([CGROUP_DRIVER, "freeze", "8"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = driver.communicate(timeout=120)
+    finally:
+        driver.kill()
+        driver.wait()
+        remove_driver_group(f"srcg-freeze-{driver.pid}")
+    assert driver.returncode == 0, (stdout, stderr)
+    out = json.loads(stdout)
+    assert out["mode"] == cgroup_mode() and out["members"] == 3, out
+    assert out["errors"] == 0 and out["first_error"] == "", out
+    assert out["frozen_at_return"] == out["rounds"] == 8, out
+    assert out["thawed"] is True and out["destroy_rc"] == 0, out
+
+
 def remove_driver_group(name):
     """After a driver that died half-way: kill what its group holds and
     remove it (the freezer's first: frozen, the fork bomb cannot outrun the

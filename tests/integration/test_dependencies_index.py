@@ -14,13 +14,12 @@ import urllib.request
 import pytest
 
 from conftest import ROOTFS_DIR, saferun
-from netns_server import ip
+from egress_host import shared_problems
 from simple_index import INDEX_PORT, OTHER_PORT, SimpleIndex, tools_missing
 from wheels import build_wheel
 
 DEPS_WS = "/run/saferun/deps"
 SITE = "/usr/local/lib/python3.11/dist-packages"
-FWD_STATE = "/run/saferun/egress.forwarding"
 
 pytestmark = [
     pytest.mark.skipif(
@@ -72,19 +71,14 @@ def run(pol, code, *reqs):
 
 
 def leftovers(res):
-    """What an install from the index may leave: its workspace, its veth,
-    the host table, the forwarding record (another engineer's egress run
-    can hold the last three for a moment: the caller retries)."""
+    """What an install from the index may leave: its workspace, and the
+    egress state pip's sandbox shared with every other (the host table,
+    the forwarding record), read against its invariant under saferun's
+    lock (egress_host.shared_problems: none of it while no sandbox link is
+    on the host; another job's egress sandboxes may share the machine)."""
     left = [e for e in os.listdir(DEPS_WS) if e.startswith(res["id"])] \
         if os.path.isdir(DEPS_WS) else []
-    links = [l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()]
-    left += [f"link {l}" for l in links if l.startswith("sr-")]
-    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
-    if "inet saferun" in tables:
-        left.append("table inet saferun")
-    if os.path.exists(FWD_STATE):
-        left.append(FWD_STATE)
-    return left
+    return left + shared_problems()
 
 
 def assert_nothing_left(res):

@@ -164,6 +164,23 @@ def test_a_language_the_profile_lacks_is_exit_2_naming_both():
     assert res["status"] == "ok" and res["stdout"] == "42\n"
 
 
+@HOST_NODE
+def test_warm_takes_the_languages_own_warm_path():
+    """`--warm` with JavaScript: a node sandbox started for the run and
+    handed the code as a pooled one is (docs/languages.md), node's own main
+    module, exit code and uid; bash has no warm path: exit 2 naming it,
+    nothing ran."""
+    res = script("main.js", "console.log(process.argv.slice(1).join(), require.main === module,\n"
+                 "  process.getuid(), process.execArgv.length); process.exitCode = 3",
+                 "--warm", "--profile", "host")
+    assert (res["status"], res["exit_code"], res["_exit"], res["path"], res["stdout"]) == \
+        ("error", 3, 3, "warm", "/work/main.js true 1000 0\n"), res
+    p = saferun("run", "--warm", "--profile", BASH_PROFILE, "--language", "bash", "-c",
+                "echo ran")
+    assert p.returncode == 2 and p.stdout == b"", p
+    assert p.stderr.startswith(b"saferun: --warm: the code is bash, which has no warm path"), p
+
+
 @pytest.mark.skipif(not os.path.exists(os.path.join(ROOTFS_DIR, "node", "usr", "bin", "node")),
                     reason="the node rootfs is built on demand (scripts/build-rootfs node)")
 def test_node_profile_runs_javascript():

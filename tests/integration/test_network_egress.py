@@ -5,7 +5,14 @@ reach, refusals in the result, nothing left behind.
 Every destination is a server in a network namespace this module creates,
 on the benchmarking range 198.18.0.0/15 (never a real address), joined to
 the host by a veth of its own: the sandbox's packets are routed and
-masqueraded by the host exactly as they would be to the outside."""
+masqueraded by the host exactly as they would be to the outside.
+
+Other jobs' egress sandboxes may share the machine: a test checks its own
+sandboxes' links (named by their addresses) and the shared state's invariant
+under saferun's lock (egress_host.py); a test that writes the forwarding
+record by hand runs saferun in a network namespace and /run/saferun of its
+own (egress_host.PrivateHost)."""
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +23,8 @@ import time
 import pytest
 
 from conftest import SAFERUN, profiles, saferun
+from egress_host import (FWD_STATE, PrivateHost, host_link, idle_forwarding, link_of_run,
+                         own_leftovers, read_record)
 from netns_server import ServerNetns, default_uplink, ip
 
 # In the sandbox: try each (proto, address, port), print one line each:
@@ -86,10 +95,13 @@ def policy(tmp_path, allow, dns=None, mode="egress", **more):
     return str(path)
 
 
-def run_egress(pol, targets, *args, extra=""):
+def run_egress(pol, targets, *args, extra="", host=None):
     code = f"TARGETS = {targets!r}\n" + PROBE + extra
-    p = saferun("run", "--json", "--no-check", "--profile", "host", "--policy", pol, *args,
-                "-c", code)
+    argv = ["run", "--json", "--no-check", "--profile", "host", "--policy", pol, *args, "-c", code]
+    if host:  # a PrivateHost's
+        p = subprocess.run([*host.prefix(), SAFERUN, *argv], capture_output=True, timeout=120)
+    else:
+        p = saferun(*argv)
     assert p.stdout, p.stderr.decode()
     res = json.loads(p.stdout)
     lines = res["stdout"].splitlines()
@@ -102,8 +114,37 @@ def probe_result(res, proto, addr, port):
     return res["_probes"][(proto, addr, str(port))]
 
 
-# What saferun records before it turns an uplink's forwarding on.
-FWD_STATE = "/run/saferun/egress.forwarding"
+# In a sandbox allowed the test server's port 8082: wait (30 s at most) for
+# the test's go, a listener there (go()) where there was none.
+GO = r"""
+def wait_for_go(server, end=30):
+    import socket, time
+    end += time.time()
+    while time.time() < end:
+        try:
+            socket.create_connection((server, 8082), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+"""
+
+
+@contextlib.contextmanager
+def go(tnet):
+    """A listener on the test server's port 8082 while in the block."""
+    p = subprocess.Popen(["ip", "netns", "exec", tnet.ns, "/usr/bin/python3", "-c",
+                          "import socket, sys, time\ns = socket.socket()\n"
+                          "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                          "s.bind((sys.argv[1], 8082)); s.listen(64)\n"
+                          "print('ready', flush=True); time.sleep(120)\n", tnet.server],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        p.kill()
+        p.wait()
 
 
 def forwarding(ifname):
@@ -111,24 +152,13 @@ def forwarding(ifname):
         return f.read().strip()
 
 
-def set_forwarding(ifname, value):
-    with open(f"/proc/sys/net/ipv4/conf/{ifname}/forwarding", "w") as f:
-        f.write(value)
-
-
-def leftovers():
-    """Host state an egress sandbox may create: veths, the table, addresses,
-    routes, the record of the uplinks' forwarding."""
-    links = [l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()]
-    left = [f"link {l}" for l in links if l.startswith("sr-")]
-    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
-    if "inet saferun" in tables:
-        left.append("table inet saferun")
-    left += [f"addr {l}" for l in ip("-4", "-o", "addr").stdout.splitlines() if " 10.213." in l]
-    left += [f"route {l}" for l in ip("-4", "route").stdout.splitlines() if "10.213." in l]
-    if os.path.exists(FWD_STATE):
-        left.append(f"{FWD_STATE}: {open(FWD_STATE).read()!r}")
-    return left
+def leftovers(tnet, *results, idle=None):
+    """What these runs' sandboxes left on the host (their veths and
+    addresses), and the shared state's invariant (egress_host): the table
+    and the forwarding record only while some sandbox link is there, and
+    the test network's uplink back to 0 once none is."""
+    return own_leftovers([r["network"]["address"] for r in results],
+                         {tnet.host_if: "0", **(idle or {})})
 
 
 def test_allowed_destination_works_and_other_ports_are_refused(tnet, tmp_path):
@@ -184,19 +214,25 @@ print("ifdown", ifdown())
 """
 
 
-# In the sandbox: listen on 7070, reach the allowed server, accept for a
-# while, then show the listener was up (from inside, over lo).
+# In the sandbox: listen on 7070, reach the allowed server, accept until
+# the test's go (GO, below; 30 s at most), then show the listener was up
+# (from inside, over lo).
 LISTENER = r"""
 import socket, time
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("0.0.0.0", 7070)); srv.listen(16); srv.settimeout(0.2)
 c = socket.create_connection((SERVER, 8080), timeout=5)
 print("egress", c.recv(100).decode()); c.close()
-accepted, end = [], time.time() + 8
+accepted, end = [], time.time() + 30
 while time.time() < end:
     try:
         conn, peer = srv.accept(); accepted.append(peer[0]); conn.close()
     except socket.timeout:
+        pass
+    try:
+        socket.create_connection((SERVER, 8082), timeout=1).close()
+        break
+    except OSError:
         pass
 print("accepted", accepted)
 socket.create_connection(("127.0.0.1", 7070), timeout=3); print("listening")
@@ -215,11 +251,6 @@ except OSError as e:
 """
 
 
-def sandbox_links():
-    return {l.split()[0].split("@")[0] for l in ip("-br", "link").stdout.splitlines()
-            if l.startswith("sr-")}
-
-
 def sandbox_address(link):
     """The sandbox end of a host veth (its host end + 1), or None."""
     for word in ip("-4", "-o", "addr", "show", "dev", link, check=False).stdout.split():
@@ -232,28 +263,32 @@ def sandbox_address(link):
 def test_a_lan_neighbour_cannot_route_into_a_sandbox(tnet, tmp_path):
     """Egress turns forwarding on for the uplink to the allowed server (here
     tnet's veth): the host must still forward nothing new into a sandbox."""
-    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080], "proto": "tcp"}])
-    before = sandbox_links()
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080, 8082],
+                             "proto": "tcp"}])
     p = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
                           "--policy", pol, "-c", f"SERVER = {tnet.server!r}\n" + LISTENER],
                          stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     tries, seen, end = [], {}, time.time() + 60
-    while p.poll() is None and time.time() < end:
-        seen.update({link: sandbox_address(link) for link in sandbox_links() - before})
+    while p.poll() is None and time.time() < end and len(tries) < 3:
+        link = link_of_run(p.pid)
+        if link:
+            seen[link] = sandbox_address(link)
         for addr in filter(None, seen.values()):
             r = subprocess.run(["ip", "netns", "exec", tnet.ns, "/usr/bin/python3", "-c",
                                 CONNECT, addr], capture_output=True, text=True, timeout=30)
             tries.append(r.stdout.strip())
         time.sleep(0.1)
-    res = json.loads(p.communicate(timeout=120)[0])
+    with go(tnet):
+        res = json.loads(p.communicate(timeout=120)[0])
     assert res["status"] == "ok", res
     out = res["stdout"].splitlines()
     assert out[0] == "egress hello from 8080" and out[2] == "listening", out  # egress still works
     assert out[1] == "accepted []", out
     # dropped in the host's forward path: no answer at all (not even a reset)
     assert len(tries) >= 3 and set(tries) == {"timeout"}, tries
-    ours = [link for link, addr in seen.items() if addr == res["network"]["address"]]
-    assert len(ours) == 1 and ours[0] not in sandbox_links(), (seen, res["network"])
+    assert list(seen) == [host_link(res["network"]["address"])], (seen, res["network"])
+    assert set(seen.values()) == {res["network"]["address"]}, seen
+    assert not leftovers(tnet, res)
 
 
 def test_the_code_cannot_change_its_rules_or_links(tnet, tmp_path):
@@ -342,7 +377,7 @@ def test_host_address_added_during_the_run_is_refused_by_the_host_table(tnet, tm
     # gains later (inside an allowed CIDR) meets the host's input chain
     late = f"{tnet.net}.5"
     pol = policy(tmp_path, [{"cidr": "198.18.0.0/15", "ports": "*"}])
-    code = ("TARGETS = []\n" + PROBE + "import time\ntime.sleep(2)\n"
+    code = ("TARGETS = []\n" + PROBE + GO + f"print('go', wait_for_go('{tnet.server}'))\n"
             f"print('late', probe('tcp', '{late}', 7001))\n")
     srv = None
     a = None
@@ -351,15 +386,15 @@ def test_host_address_added_during_the_run_is_refused_by_the_host_table(tnet, tm
                               "--policy", pol, "-c", code],
                              stdout=subprocess.PIPE)
         deadline = time.time() + 20
-        while time.time() < deadline and not [l for l in ip("-br", "link").stdout.splitlines()
-                                              if l.startswith("sr-")]:
+        while time.time() < deadline and not link_of_run(a.pid):
             time.sleep(0.02)
         ip("addr", "add", f"{late}/32", "dev", tnet.host_if)
         srv = socket.socket()
         srv.bind((late, 7001))
         srv.listen()
         srv.settimeout(0.2)
-        res = json.loads(a.communicate(timeout=60)[0])
+        with go(tnet):
+            res = json.loads(a.communicate(timeout=60)[0])
         try:
             accepted = srv.accept()
         except socket.timeout:
@@ -371,7 +406,7 @@ def test_host_address_added_during_the_run_is_refused_by_the_host_table(tnet, tm
         if a and a.poll() is None:
             a.kill()
     assert res["status"] == "ok", res
-    assert res["stdout"].strip().splitlines()[-1] == "late EHOSTUNREACH", res
+    assert res["stdout"].strip().splitlines()[-2:] == ["go True", "late EHOSTUNREACH"], res
     assert accepted is None
 
 
@@ -417,6 +452,7 @@ def test_allowed_names_are_pinned_in_etc_hosts(tnet, tmp_path, profile):
         pytest.skip("the host's name resolves into the test network's range")
     code = (f"import socket\nprint([l for l in open('/etc/hosts') if l.endswith('\\t{name}\\n')])\n"
             f"print(socket.gethostbyname('{name}'))\n")
+    results = []
     for dns in ([tnet.server], []):
         pol = policy(tmp_path, [{"host": name, "ports": [8080]},
                                 {"cidr": f"{tnet.server}/32", "ports": [8080]}], dns=dns)
@@ -425,7 +461,8 @@ def test_allowed_names_are_pinned_in_etc_hosts(tnet, tmp_path, profile):
         res = json.loads(p.stdout)
         assert res["status"] == "ok", res
         assert res["stdout"].splitlines() == [repr([f"{addr}\t{name}\n"]), addr], dns
-    assert not leftovers()
+        results.append(res)
+    assert not leftovers(tnet, *results)
 
 
 def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
@@ -438,7 +475,7 @@ def test_host_names_are_resolved_by_the_supervisor(tnet, tmp_path):
     p = saferun("run", "--no-check", "--policy", pol, "-c", "print(1)", timeout=120)
     assert p.returncode == 2, p
     assert b'policy.network.allow[0].host: "no-such-host.invalid" does not resolve' in p.stderr
-    assert not leftovers()
+    assert not leftovers(tnet, res)
 
 
 @pytest.mark.parametrize("how", ["ok", "timeout", "killed", "error"])
@@ -450,131 +487,142 @@ def test_nothing_is_left_on_the_host(tnet, tmp_path, how):
     res = run_egress(pol, [("tcp", tnet.server, 8080)], "--timeout", "2", extra=code)
     assert res["status"] == how, res
     assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
-    assert not leftovers()
+    assert not leftovers(tnet, res)
 
 
 def test_concurrent_sandboxes_get_distinct_addresses(tnet, tmp_path):
-    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
-    code = (f"TARGETS = [('tcp', '{tnet.server}', 8080)]\n" + PROBE +
-            "import time\ntime.sleep(1.5)\n")
+    # the three at once: each holds its address until all have one
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080, 8082]}])
+    code = (f"TARGETS = [('tcp', '{tnet.server}', 8080)]\n" + PROBE + GO +
+            f"print('go', wait_for_go('{tnet.server}'))\n")
     procs = [subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
                                "--policy", pol, "-c", code], stdout=subprocess.PIPE)
              for _ in range(3)]
-    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and not all(link_of_run(p.pid) for p in procs):
+            time.sleep(0.02)
+        links = {link_of_run(p.pid) for p in procs}
+        with go(tnet):
+            results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     for r in results:
         assert r["status"] == "ok", r
         assert r["stdout"].startswith(f"tcp {tnet.server} 8080 hello from 8080"), r
     addrs = [r["network"]["address"] for r in results]
     assert len(set(addrs)) == 3, addrs
-    assert not leftovers()
+    assert links == {host_link(a) for a in addrs}, links
+    assert all(r["stdout"].endswith("go True\n") for r in results), results
+    assert not leftovers(tnet, *results)
 
 
 def test_uplink_forwarding_is_put_back_after_the_run(tnet, tmp_path):
     # replies from the test's server come in on its veth (its route leads to
     # the allowed /32) and on the default route's interface (which overlaps
     # everything): both must forward during the run, and neither after it
+    # (once no sandbox is left: another job's may share them)
     uplink = default_uplink()
-    before = forwarding(uplink) if uplink else None
-    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
+    idle = idle_forwarding([uplink]) if uplink else {}
     pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
     res = run_egress(pol, [("tcp", tnet.server, 8080)])
     assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
-    assert forwarding(tnet.host_if) == "0"
-    if uplink:
-        assert forwarding(uplink) == before
-    assert not leftovers()
+    assert not leftovers(tnet, res, idle=idle)
 
 
 def test_uplink_forwarding_stays_on_until_the_last_sandbox_ends(tnet, tmp_path):
     # A is still running when B ends: B leaves the forwarding (and its
     # record) for A, which still connects; A's end puts it back
-    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
-    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}])
-    code = ("TARGETS = []\n" + PROBE + "import time\ntime.sleep(8)\n"
+    pol = policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080, 8082]}])
+    code = ("TARGETS = []\n" + PROBE + GO + f"print('go', wait_for_go('{tnet.server}'))\n"
             f"print('late', probe('tcp', '{tnet.server}', 8080))\n")
     a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
                           "--policy", pol, "-c", code], stdout=subprocess.PIPE)
     try:
         deadline = time.time() + 20
-        while time.time() < deadline and forwarding(tnet.host_if) != "1":
+        while time.time() < deadline and not link_of_run(a.pid):
             time.sleep(0.02)
+        assert link_of_run(a.pid), "A has no sandbox link"
         assert forwarding(tnet.host_if) == "1"
         res = run_egress(pol, [("tcp", tnet.server, 8080)])
         assert probe_result(res, "tcp", tnet.server, 8080) == "hello from 8080"
-        assert a.poll() is None, "A ended before B: the machine is too slow for this test"
+        assert a.poll() is None, "A ended before B"
         assert forwarding(tnet.host_if) == "1"
-        assert f"{tnet.host_if} " in open(FWD_STATE).read()
-        ra = json.loads(a.communicate(timeout=60)[0])
+        assert tnet.host_if in read_record()
+        with go(tnet):
+            ra = json.loads(a.communicate(timeout=60)[0])
     finally:
         if a.poll() is None:
             a.kill()
             a.wait()
     assert ra["status"] == "ok", ra
-    assert ra["stdout"].strip().splitlines()[-1] == "late hello from 8080", ra
-    assert forwarding(tnet.host_if) == "0"
-    assert not leftovers()
+    assert ra["stdout"].strip().splitlines()[-2:] == ["go True", "late hello from 8080"], ra
+    assert not leftovers(tnet, res, ra)
 
 
 def test_a_crashed_runs_forwarding_is_put_back_by_the_next_run(tnet, tmp_path):
     # what a supervisor SIGKILLed mid-run leaves: the record, written before
     # the sysctl changed, and the interface forwarding; its veth went with
     # its sandbox. The next egress run (here one that needs no uplink at
-    # all) ends as the last sandbox and puts the value back.
-    assert forwarding(tnet.host_if) == "0", "left on by an earlier run"
-    index = int(open(f"/sys/class/net/{tnet.host_if}/ifindex").read())
-    try:
-        with open(FWD_STATE, "w") as f:
-            f.write(f"{tnet.host_if} {index} 0\n")
-        set_forwarding(tnet.host_if, "1")
-        res = run_egress(policy(tmp_path, []), [])
+    # all) ends as the last sandbox and puts the value back. In a host of
+    # the test's own: the record is no other job's.
+    with PrivateHost(tmp_path) as h:
+        with open(h.fwd_state, "w") as f:
+            f.write(f"{h.uplink} {h.uplink_index()} 0\n")
+        h.forwarding("1")
+        res = run_egress(policy(tmp_path, []), [], host=h)
         assert res["status"] == "ok", res
-        assert forwarding(tnet.host_if) == "0"
-        assert not leftovers()
-    finally:
-        set_forwarding(tnet.host_if, "0")
-        if os.path.exists(FWD_STATE):
-            os.unlink(FWD_STATE)
+        assert h.forwarding() == "0"
+        assert not os.path.exists(h.fwd_state)
+        assert not h.links() and "inet saferun" not in h.tables()
 
 
 def test_an_unreadable_forwarding_record_refuses_the_run(tnet, tmp_path):
     # saferun would lose the values it cannot read back: it changes nothing
-    try:
-        with open(FWD_STATE, "w") as f:
+    # (in a host of the test's own: no other job's run meets the garbage)
+    with PrivateHost(tmp_path) as h:
+        with open(h.fwd_state, "w") as f:
             f.write("garbage\n")
-        res = run_egress(policy(tmp_path, [{"cidr": f"{tnet.server}/32", "ports": [8080]}]), [])
+        res = run_egress(policy(tmp_path, [{"cidr": f"{h.server}/32", "ports": [8080]}]), [],
+                         host=h)
         assert res["status"] == "internal_error", res
         assert (f'{FWD_STATE} line 1: "garbage" is not "<interface> <index> <forwarding before>"'
                 in res["message"]), res
-        assert forwarding(tnet.host_if) == "0"
-        assert open(FWD_STATE).read() == "garbage\n"
-    finally:
-        os.unlink(FWD_STATE)
-    assert not leftovers()
+        assert h.forwarding() == "0"
+        assert open(h.fwd_state).read() == "garbage\n"
+        assert not h.links() and "inet saferun" not in h.tables()
 
 
 def test_sandboxes_do_not_reach_each_other(tnet, tmp_path):
     # a listening sandbox and one allowed everything: the host forwards
-    # nothing from one sandbox veth to another
+    # nothing from one sandbox veth to another (a connection that got
+    # through would wait in the listener's backlog)
     pol = policy(tmp_path, [{"cidr": "0.0.0.0/0", "ports": "*"}])
-    listen = ("import socket, time\ns = socket.socket(); s.bind(('0.0.0.0', 7000)); s.listen()\n"
-              "s.settimeout(4)\ntry:\n    s.accept(); print('accepted')\nexcept OSError:\n"
-              "    print('nobody')\n")
+    listen = ("import socket\ns = socket.socket(); s.bind(('0.0.0.0', 7000)); s.listen()\n"
+              "s.setblocking(False)\n" + GO + f"print('go', wait_for_go('{tnet.server}'))\n"
+              "try:\n    s.accept(); print('accepted')\nexcept OSError:\n    print('nobody')\n")
     a = subprocess.Popen([SAFERUN, "run", "--json", "--no-check", "--profile", "host",
                           "--policy", pol, "-c", listen], stdout=subprocess.PIPE)
-    deadline = time.time() + 20
-    addr = None
-    while time.time() < deadline and not addr:
-        out = ip("-4", "-o", "addr").stdout
-        hosts = [l.split()[3] for l in out.splitlines() if " sr-" in l and "10.213." in l]
-        if hosts:
-            base = hosts[0].split("/")[0].rsplit(".", 1)
-            addr = f"{base[0]}.{int(base[1]) + 1}"
-        time.sleep(0.05)
-    assert addr
-    res = run_egress(pol, [("tcp", addr, 7000)])
-    ra = json.loads(a.communicate(timeout=60)[0])
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not link_of_run(a.pid):
+            time.sleep(0.02)
+        link = link_of_run(a.pid)
+        assert link, "A has no sandbox link"
+        addr = sandbox_address(link)
+        res = run_egress(pol, [("tcp", addr, 7000)])
+        with go(tnet):
+            ra = json.loads(a.communicate(timeout=60)[0])
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
     assert probe_result(res, "tcp", addr, 7000) == "EHOSTUNREACH"
-    assert ra["stdout"].strip() == "nobody", ra
+    assert ra["stdout"].split() == ["go", "True", "nobody"], ra
+    assert not leftovers(tnet, res, ra)
 
 
 def test_checker_and_audit_hook_let_egress_code_connect(tnet, tmp_path):
@@ -613,7 +661,7 @@ def test_warm_path_refuses_egress_runs(tnet, tmp_path):
     assert p.returncode == 2
     assert p.stderr.decode() == ("saferun: the warm path cannot take this run: "
                                  "an egress network (cold path only)\n")
-    assert not leftovers()
+    assert not leftovers(tnet)
 
 
 def test_policy_errors_name_the_field(tmp_path):

@@ -4,6 +4,7 @@
  * queueing order (lowest virtual finish time, ties in turn). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,6 +137,16 @@ static void test_idle_class_earns_no_credit(void)
 	srd_gate_destroy(&gate);
 }
 
+/* srd_gate_class_counts as "running,waiting". */
+static const char *class_counts(unsigned cls)
+{
+	static char buf[32];
+	unsigned running, waiting;
+	srd_gate_class_counts(&gate, cls, &running, &waiting);
+	snprintf(buf, sizeof buf, "%u,%u", running, waiting);
+	return buf;
+}
+
 static void test_a_class_at_its_cap_is_skipped(void)
 {
 	/* Two slots; A (weight 1000) may run one at a time. While A's one
@@ -153,6 +164,10 @@ static void test_a_class_at_its_cap_is_skipped(void)
 	wait_queued(1);
 	pthread_create(&b.thread, NULL, wait_turn, &b);
 	wait_queued(2);
+	/* each class's own counts (the metrics by tenant); no class 2 */
+	CHECK_STR(class_counts(0), "1,1");
+	CHECK_STR(class_counts(1), "1,1");
+	CHECK_STR(class_counts(2), "0,0");
 	srd_gate_leave_class(&gate, 1); /* a slot frees; A is at its cap */
 	pthread_join(b.thread, NULL);
 	CHECK_STR(order, "B");
@@ -174,6 +189,9 @@ static void test_without_classes_first_come_first_served(void)
 		pthread_create(&w[i].thread, NULL, wait_turn, &w[i]);
 		wait_queued(i + 1);
 	}
+	/* without classes, class 0 is everyone's */
+	CHECK_STR(class_counts(0), "1,4");
+	CHECK_STR(class_counts(1), "0,0");
 	srd_gate_leave(&gate);
 	for (unsigned i = 0; i < 4; i++)
 		pthread_join(w[i].thread, NULL);

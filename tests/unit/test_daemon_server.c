@@ -428,7 +428,8 @@ static int start(srd_ctx *ctx, srd_config *cfg, srd_listener *l, srd_server **sr
 	*cfg = (srd_config){ .max_body_bytes = 1 << 20, .max_connections = 16 };
 	*ctx = (srd_ctx){ .cfg = cfg };
 	char dir[] = "/tmp/srd-unit-XXXXXX", msg[256];
-	if (!mkdtemp(dir) || srd_metrics_init(&ctx->metrics) || srd_gate_init(&ctx->gate, 1, 1) ||
+	if (!mkdtemp(dir) || srd_metrics_init(&ctx->metrics, NULL) ||
+	    srd_gate_init(&ctx->gate, 1, 1) ||
 	    srd_tenants_load(cfg, &ctx->tenants, msg, sizeof msg))
 		return -1;
 	snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -308,6 +309,55 @@ static int v1_apply_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err)
 	return v1_write(cg, R_CPU, "cpu.cfs_quota_us", v, err);
 }
 
+/* A freeze is done once every task has stopped at a safe point, which
+ * takes a moment in a busy group (a throttled one waits for its next CPU
+ * period) and as long as it lasts for a task in uninterruptible sleep.
+ * v1: freezer.state reads FREEZING until then (each read checks again). */
+static bool v1_wait_frozen(const char *state, int ms)
+{
+	uint64_t end = sr_now_ms() + (uint64_t)ms;
+	long step_ns = 250 * 1000;
+	for (;;) {
+		char buf[32];
+		if (sr_read_file(state, buf, sizeof buf) <= 0)
+			return false; /* the group is gone */
+		if (strncmp(buf, "FROZEN", 6) == 0)
+			return true;
+		if (sr_now_ms() >= end)
+			return false;
+		nanosleep(&(struct timespec){ .tv_nsec = step_ns }, NULL);
+		step_ns = step_ns < 8 * 1000 * 1000 ? step_ns * 2 : step_ns;
+	}
+}
+
+/* v2: cgroup.events says "frozen 1"; the kernel wakes a poll (POLLPRI)
+ * on every change of the file. */
+static bool v2_wait_frozen(const char *dir, int ms)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof path, "%s/cgroup.events", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint64_t end = sr_now_ms() + (uint64_t)ms;
+	bool frozen = false;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+		if (n < 0)
+			break;
+		buf[n] = '\0';
+		const char *f = strstr(buf, "frozen ");
+		frozen = f && f[strlen("frozen ")] == '1';
+		uint64_t now = sr_now_ms();
+		if (frozen || now >= end)
+			break;
+		struct pollfd p = { .fd = fd, .events = POLLPRI };
+		poll(&p, 1, (int)(end - now));
+	}
+	close(fd);
+	return frozen;
+}
+
 static int v1_kill_all(sr_cgroup *cg)
 {
 	/* A stale group may lack its freezer dir: kill what each dir holds. */
@@ -317,15 +367,13 @@ static int v1_kill_all(sr_cgroup *cg)
 				signal_procs(cg->dir[r]);
 		return 0;
 	}
-	/* Freeze first so a fork bomb cannot outrun the kill loop. */
-	char state[PATH_MAX], buf[32];
+	/* Freeze first so a fork bomb cannot outrun the kill loop; kill
+	 * anyway after a second (a task in uninterruptible sleep holds a
+	 * freeze, and a SIGKILL is still taken when it wakes). */
+	char state[PATH_MAX];
 	snprintf(state, sizeof state, "%s/freezer.state", cg->dir[R_FREEZER]);
 	sr_write_file(state, "FROZEN");
-	for (int i = 0; i < 1000; i++) {
-		if (sr_read_file(state, buf, sizeof buf) < 0 || strncmp(buf, "FROZEN", 6) == 0)
-			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
-	}
+	v1_wait_frozen(state, 1000);
 	int rc = signal_procs(cg->dir[R_FREEZER]);
 	sr_write_file(state, "THAWED");
 	return rc < 0 ? rc : 0;
@@ -599,7 +647,15 @@ int sr_cgroup_freeze(sr_cgroup *cg, bool frozen, sr_error *err)
 	int rc = sr_write_file(path, value);
 	if (rc < 0)
 		return sr_fail(err, -rc, "write %s \"%s\"", path, value);
-	return 0;
+	if (!frozen || (v ? v1_wait_frozen(path, SR_CGROUP_FREEZE_WAIT_MS)
+			  : v2_wait_frozen(cg->dir[R_MEMORY], SR_CGROUP_FREEZE_WAIT_MS)))
+		return 0;
+	/* Half frozen is neither: the caller decides (end it, or let it run). */
+	sr_write_file(path, knob[v].off);
+	return sr_fail(err, ETIMEDOUT,
+		       "freeze sandbox cgroup %s: not frozen after %d ms (a task in "
+		       "uninterruptible sleep?); thawed again",
+		       cg->dir[knob[v].role], SR_CGROUP_FREEZE_WAIT_MS);
 }
 
 int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st)

@@ -74,7 +74,12 @@ int sr_cgroup_set_limits(sr_cgroup *cg, const sr_limits *lim, sr_error *err);
  * on v1) and wait until it is empty. */
 int sr_cgroup_kill(sr_cgroup *cg, sr_error *err);
 /* Stop every task in the group from running (frozen) or let them run
- * again; the kernel finishes a freeze on its own, shortly after. */
+ * again. A freeze returns once the kernel says the group is frozen (v2
+ * cgroup.events "frozen 1", v1 freezer.state FROZEN): every task stopped.
+ * One that is not within SR_CGROUP_FREEZE_WAIT_MS (a task in
+ * uninterruptible sleep holds it) is thawed again and fails with
+ * ETIMEDOUT. */
+#define SR_CGROUP_FREEZE_WAIT_MS 2000
 int sr_cgroup_freeze(sr_cgroup *cg, bool frozen, sr_error *err);
 int sr_cgroup_read_stats(sr_cgroup *cg, sr_cgroup_stats *st);
 /* Number of processes still in the group. */

@@ -335,7 +335,11 @@ static int install(const sr_run_request *req, char *const *reqs, size_t n, const
 	ip.limits.output_bytes = 1u << 20;
 	if (ip.limits.pids < 64)
 		ip.limits.pids = 64;
-	sr_run_request ir = { .policy = &ip, .rootfs_dir = req->rootfs_dir, .no_check = true };
+	/* In the run's share group: pip's CPU and memory are its tenant's. */
+	sr_run_request ir = { .policy = &ip,
+			      .rootfs_dir = req->rootfs_dir,
+			      .no_check = true,
+			      .cgroup_share = req->cgroup_share };
 	sr_bind binds[3] = { { .src = pip, .dst = "/work/pip.whl" } };
 	size_t n_binds = 1;
 	if (d->wheelhouse)
@@ -669,7 +673,8 @@ static int detect_imports(const sr_run_request *req, char ***out, size_t *n, sr_
 			      .files = files,
 			      .n_files = req->n_files + 1,
 			      .rootfs_dir = req->rootfs_dir,
-			      .no_check = true };
+			      .no_check = true,
+			      .cgroup_share = req->cgroup_share };
 	sr_result r;
 	sr_box_init_result(&r, &dp);
 	int rc = sr_box_run_with(&dr, NULL, NULL, 0, &r, err);

@@ -266,6 +266,24 @@ static nbox *take(sr_node_pool *np, sr_error *err)
 	return x;
 }
 
+/* A pool of none (pool_size 0, as the CLI's --warm has it): the run's
+ * sandbox is started now, node's start-up on its path as on the cold
+ * path, and handed over the same way as a pooled one. */
+static nbox *start_now(sr_node_pool *np, sr_error *err)
+{
+	nbox *x = nbox_start(np, err);
+	pthread_mutex_lock(&np->mu);
+	if (x) {
+		np->busy++;
+		np->st.spawned++;
+	} else {
+		np->st.spawn_failures++;
+		snprintf(np->st.last_error, sizeof np->st.last_error, "%s", err->msg);
+	}
+	pthread_mutex_unlock(&np->mu);
+	return x;
+}
+
 /* x's run is over (or never started): kill what is left, let the pool's
  * thread remove it. */
 static void retire(sr_node_pool *np, nbox *x, bool ran)
@@ -374,7 +392,7 @@ int sr_node_pool_run(sr_node_pool *np, const sr_run_request *req, sr_result *res
 		return -1;
 	}
 	sr_error e = { 0 };
-	nbox *x = take(np, &e);
+	nbox *x = np->size ? take(np, &e) : start_now(np, &e);
 	if (!x) {
 		snprintf(why, why_size, "%s", e.msg);
 		return -1;
