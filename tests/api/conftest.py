@@ -22,6 +22,9 @@ import requests_unixsocket
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 from sandbox_host import HOST_ID_BASE, sandbox_processes  # noqa: E402,F401
+from sandbox_host import own_mount_namespace  # noqa: E402
+
+own_mount_namespace()
 
 SAFERUND = os.environ.get("SAFERUND") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferund")

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import HOST_POLICY, own_sandbox_processes, wait_for
-from sandbox_host import host_leftovers
+from sandbox_host import host_leftovers, leftovers_since
 from test_mcp import Mcp
 
 PRELOAD = ("json", "decimal", "random")
@@ -745,7 +745,7 @@ def test_sigterm_leaves_no_groups_processes_or_mounts(make_daemon):
     assert wait_for(lambda: own_sandbox_processes(d.cgroups) == [], timeout=5), \
         own_sandbox_processes(d.cgroups)
     assert d.mounted_workspaces() == []
-    assert host_leftovers() == host_before
+    assert leftovers_since(host_before) == {}
 
 
 def test_sigkill_of_the_daemon_takes_the_pool_with_it(make_daemon):

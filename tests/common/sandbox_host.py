@@ -1,5 +1,7 @@
 """What a sandbox looks like from the host, shared by the test tiers."""
+import ctypes
 import os
+import subprocess
 
 # Sandbox ids 0..65535 map to host ids from here (runtime/lib/box/sandbox.c).
 HOST_ID_BASE = 1879048192
@@ -29,6 +31,35 @@ def sandbox_processes():
 SANDBOX_FSTYPES = {"proc", "tmpfs", "sysfs", "mqueue", "devpts", "cgroup", "cgroup2"}
 SAFERUN_PATHS = ("/var/lib/saferun", "/run/saferun", "/tmp/sr-", "/tmp/saferun",
                  os.environ.get("SAFERUN_ROOTFS_DIR", "/var/lib/saferun/rootfs"))
+
+
+CLONE_NEWNS = 0x00020000
+_own_namespace = False
+
+
+def own_mount_namespace():
+    """Put this test process (and so everything it starts: the CLI, the
+    drivers, saferund and their sandboxes) in a mount namespace of its own
+    whose mounts are shared among themselves but not with the host's.
+    A sandbox that leaks a mount (a propagation bug) leaks it into this
+    namespace, where sandbox_like_mounts() sees it; another job's daemons
+    and sandboxes on the same machine mount in the host's, where it does
+    not: the leftover checks look at this test's mounts only. Called by
+    the tiers' conftests at import, while the process has one thread
+    (unshare(CLONE_NEWNS) refuses a threaded process)."""
+    global _own_namespace
+    if _own_namespace:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"unshare(CLONE_NEWNS): {os.strerror(e)}")
+    # Cut from the host's peer groups first, then one new peer group of
+    # our own, as a host with systemd has it: a sandbox's namespace is a
+    # copy of this one, so a mount it forgets to make private comes back.
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    subprocess.run(["mount", "--make-rshared", "/"], check=True)
+    _own_namespace = True
 
 
 def sandbox_like_mounts():
@@ -69,3 +100,13 @@ def host_leftovers():
         "run": ours("/run"),
         "dev_shm": ours("/dev/shm"),
     }
+
+
+def leftovers_since(before):
+    """What host_leftovers() has now that the snapshot `before` had not:
+    only what appeared counts. What went away meanwhile is not a leak, and
+    is often another job's (a daemon's workspace that was mounted when this
+    test's mount namespace was made, then unmounted in the host's)."""
+    now = host_leftovers()
+    return {k: sorted(set(v) - set(before[k])) for k, v in now.items()
+            if set(v) - set(before[k])}

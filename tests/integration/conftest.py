@@ -11,6 +11,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 from sandbox_host import HOST_ID_BASE  # noqa: E402,F401
 from sandbox_host import sandbox_processes as all_sandbox_processes  # noqa: E402
+from sandbox_host import own_mount_namespace  # noqa: E402
+
+own_mount_namespace()
 
 SAFERUN = os.environ.get("SAFERUN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "saferun")

@@ -168,7 +168,7 @@ def test_checker_failure_is_internal_error_and_runs_nothing(tmp_path):
     res = json.loads(p.stdout)
     assert res["status"] == "internal_error"
     assert res["message"] == ("internal_error: the code could not be checked: the checker ran out of "
-                              "time (10 ms) and was killed")
+                              "time (10 ms of CPU) and was killed")
     assert res["stdout"] == "" and p.returncode == 3
     assert leftover_groups() == []
 

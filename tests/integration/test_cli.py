@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import SAFERUN, leftover_groups, saferun
-from sandbox_host import host_leftovers
+from sandbox_host import host_leftovers, leftovers_since
 
 POLICIES = os.path.join(os.path.dirname(__file__), "..", "..", "policies")
 
@@ -104,7 +104,7 @@ def left_behind(groups_before, host_before, grace=5.0):
     while True:
         groups = sorted(g for g in set(leftover_groups()) - groups_before
                         if os.path.isdir(g) and not open(f"{g}/cgroup.procs").read())
-        host = {k: v for k, v in host_leftovers().items() if v != host_before[k]}
+        host = leftovers_since(host_before)
         if (not groups and not host) or time.monotonic() > deadline:
             return groups, host
         time.sleep(0.1)

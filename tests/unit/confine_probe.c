@@ -1,7 +1,8 @@
 /* A stand-in for saferun-check in the unit tests of the confinement
  * (test_checker.c): it confines itself as the checker does
  * (confine_self.h), then does what argv[0] says: fill (90 bytes of the
- * byte on its fd 0), crash, hang, forbidden (a system call strict mode
+ * byte on its fd 0), crash, hang, work (spins some ms of CPU, answers), wait
+ * (blocks reading its input), forbidden (a system call strict mode
  * refuses), exhaust (its arena, then answers), deep (64 MiB of stack). */
 #include <stdint.h>
 #include <string.h>
@@ -42,6 +43,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "hang")) {
 		for (volatile int i = 0;; i++)
 			;
+	} else if (!strcmp(mode, "work")) {
+		/* some 15 ms of CPU (more under ASan), then an answer */
+		for (volatile long i = 0; i < 30000000; i++)
+			;
+		sr_confine_exit("done", 4);
+	} else if (!strcmp(mode, "wait")) {
+		char c;
+		(void)sr_confine_read(&c, 1); /* the input's writer never writes */
+		sr_confine_exit("read", 4);
 	} else if (!strcmp(mode, "forbidden")) {
 		syscall(SYS_getpid); /* anything but read, write, exit, sigreturn */
 	} else if (!strcmp(mode, "exhaust")) {

@@ -176,21 +176,38 @@ static void test_tokenizer_errors(void)
 
 /* ---- the confined child ---------------------------------------------------------- */
 
-/* Run the probe (confine_probe.c) in the given mode with in as its input. */
-static int probe(const char *mode, const char *in, char *out, size_t out_size, size_t *got,
-		 sr_error *err)
+/* Run the probe (confine_probe.c) in the given mode with in as its input.
+ * stop_ms: the probe is stopped (SIGSTOP) that long first, as a child on a
+ * busy machine waits for a core; hold: the input's write end stays open. */
+static int probe_as(const char *mode, const char *in, int stop_ms, bool hold, char *out,
+		    size_t out_size, size_t *got, sr_error *err)
 {
 	sr_confine_limits lim = { .timeout_ms = 300 };
 	sr_confined c;
 	int prog = open(CONFINE_PROBE, O_PATH | O_CLOEXEC), p[2];
 	if (prog < 0 || pipe2(p, O_CLOEXEC) < 0 || write(p[1], in, strlen(in)) < 0)
 		return sr_fail(err, errno, "set up the probe %s", CONFINE_PROBE);
-	close(p[1]);
+	if (!hold)
+		close(p[1]);
 	int rc = sr_confine_start(prog, mode, p[0], &lim, &c, err);
 	close(p[0]);
 	close(prog);
+	if (rc == 0 && stop_ms) {
+		syscall(SYS_pidfd_send_signal, c.pidfd, SIGSTOP, NULL, 0);
+		usleep((useconds_t)stop_ms * 1000);
+		syscall(SYS_pidfd_send_signal, c.pidfd, SIGCONT, NULL, 0);
+	}
 	memset(out, 0, out_size);
-	return rc < 0 ? rc : sr_confine_finish(&c, out, out_size, got, err);
+	rc = rc < 0 ? rc : sr_confine_finish(&c, out, out_size, got, err);
+	if (hold)
+		close(p[1]);
+	return rc;
+}
+
+static int probe(const char *mode, const char *in, char *out, size_t out_size, size_t *got,
+		 sr_error *err)
+{
+	return probe_as(mode, in, 0, false, out, out_size, got, err);
 }
 
 static void test_confined_child(void)
@@ -205,7 +222,20 @@ static void test_confined_child(void)
 	CHECK_STR(err.msg, "the checker process was killed by signal 11 (Segmentation fault)");
 	CHECK_INT(probe("hang", "", out, sizeof out, &got, &err), -1);
 	CHECK_INT(err.errnum, ETIMEDOUT);
-	CHECK_STR(err.msg, "the checker ran out of time (300 ms) and was killed");
+	CHECK_STR(err.msg, "the checker ran out of time (300 ms of CPU) and was killed");
+	/* Its time is CPU time: stopped for 500 ms (longer than its 300 ms),
+	 * as on a machine whose cores are busy, it still finishes. */
+	uint64_t t0 = sr_now_ms();
+	CHECK_INT(probe_as("work", "", 500, false, out, sizeof out, &got, &err), 0);
+	CHECK(got == 4 && !memcmp(out, "done", 4));
+	CHECK(sr_now_ms() - t0 >= 500);
+	/* A child that waits and uses no CPU ends at the wall-clock cap. */
+	t0 = sr_now_ms();
+	CHECK_INT(probe_as("wait", "", 0, true, out, sizeof out, &got, &err), -1);
+	CHECK_INT(err.errnum, ETIMEDOUT);
+	CHECK_STR(err.msg, "the checker did not finish within 2500 ms of wall-clock time (5 "
+			   "times its 300 ms of CPU, plus 1000 ms) and was killed");
+	CHECK(sr_now_ms() - t0 >= 2500 && sr_now_ms() - t0 < 4500);
 	CHECK_INT(probe("forbidden", "", out, sizeof out, &got, &err), -1);
 	CHECK_STR(err.msg,
 		  "the checker process was killed by signal 9 (Killed) (a seccomp violation or a "

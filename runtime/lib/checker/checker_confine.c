@@ -57,28 +57,69 @@ static int spawn(int prog_fd, const char *name, int in_fd, int wfd, pid_t *pid)
 	return rc;
 }
 
-/* Read the child's output until EOF or the deadline. */
-static int collect(int rfd, uint64_t deadline, char *out, size_t out_size, size_t *got)
+/* The CPU time (user + system) the child has used, in ms, or -1. It is
+ * our unreaped child, so its pid is still its own. */
+static int64_t child_cpu_ms(pid_t pid)
+{
+	char path[40], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* after the comm's ")": state is field 3, utime 14 and stime 15 */
+	char *p = strrchr(buf, ')');
+	unsigned long long utime, stime;
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+			 &stime) != 2)
+		return -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	return (int64_t)((utime + stime) * 1000 / (unsigned long long)(hz > 0 ? hz : 100));
+}
+
+/* At the deadline: -ETIMEDOUT once the child has used its CPU time,
+ * -ETIME at the wall-clock cap, else 0 and the deadline moved to when the
+ * CPU time could run out at the earliest. */
+static int past_deadline(sr_confined *c, uint64_t now)
+{
+	if (now >= c->wall_limit)
+		return -ETIME;
+	int64_t cpu = child_cpu_ms(c->pid);
+	if (cpu < 0 || (uint64_t)cpu >= c->timeout_ms)
+		return -ETIMEDOUT;
+	uint64_t left = c->timeout_ms - (uint64_t)cpu;
+	c->deadline = now + (left < 10 ? 10 : left);
+	if (c->deadline > c->wall_limit)
+		c->deadline = c->wall_limit;
+	return 0;
+}
+
+/* Read the child's output until EOF or its time is up. */
+static int collect(sr_confined *c, char *out, size_t out_size, size_t *got)
 {
 	char sink[4096];
 	for (;;) {
 		/* Past the deadline, what the child already wrote still counts
 		 * (sr_confine_finish may come late): a last look without waiting. */
 		uint64_t now = sr_now_ms();
-		struct pollfd pfd = { rfd, POLLIN, 0 };
-		int rc = poll(&pfd, 1, now >= deadline ? 0 : (int)(deadline - now));
+		struct pollfd pfd = { c->rfd, POLLIN, 0 };
+		int rc = poll(&pfd, 1, now >= c->deadline ? 0 : (int)(c->deadline - now));
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc < 0)
 			return -errno;
 		if (rc == 0) {
-			if (now >= deadline)
-				return -ETIMEDOUT;
+			if (now >= c->deadline && (rc = past_deadline(c, now)) < 0)
+				return rc;
 			continue;
 		}
 		char *dst = *got < out_size ? out + *got : sink;
 		size_t room = *got < out_size ? out_size - *got : sizeof sink;
-		ssize_t n = read(rfd, dst, room);
+		ssize_t n = read(c->rfd, dst, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -92,8 +133,16 @@ static int explain(int rc, const siginfo_t *si, size_t got, size_t out_size,
 {
 	if (rc == -ETIMEDOUT)
 		return sr_refuse(err, ETIMEDOUT,
-				 "the checker ran out of time (%llu ms) and was killed",
+				 "the checker ran out of time (%llu ms of CPU) and was killed",
 				 (unsigned long long)lim->timeout_ms);
+	if (rc == -ETIME)
+		return sr_refuse(err, ETIMEDOUT,
+				 "the checker did not finish within %llu ms of wall-clock time "
+				 "(%d times its %llu ms of CPU, plus %d ms) and was killed",
+				 (unsigned long long)lim->timeout_ms * SR_CONFINE_WALL_FACTOR +
+				     SR_CONFINE_WALL_SLACK_MS,
+				 SR_CONFINE_WALL_FACTOR, (unsigned long long)lim->timeout_ms,
+				 SR_CONFINE_WALL_SLACK_MS);
 	if (rc < 0)
 		return sr_fail(err, -rc, "read the checker's output");
 	if (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED)
@@ -118,7 +167,9 @@ int sr_confine_start(int prog_fd, const char *name, int in_fd, const sr_confine_
 	c->rfd = c->pidfd = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sr_fail(err, errno, "create the checker's pipe");
-	c->deadline = sr_now_ms() + lim->timeout_ms;
+	uint64_t start = sr_now_ms();
+	c->deadline = start + lim->timeout_ms;
+	c->wall_limit = start + lim->timeout_ms * SR_CONFINE_WALL_FACTOR + SR_CONFINE_WALL_SLACK_MS;
 	c->timeout_ms = lim->timeout_ms;
 	/* The pidfd is taken before anything is likely to reap the child (it
 	 * runs until it has read its input), and it must name a child of ours
@@ -141,6 +192,7 @@ int sr_confine_start(int prog_fd, const char *name, int in_fd, const sr_confine_
 		return sr_fail(err, rc, "start the checker process");
 	}
 	c->rfd = p[0];
+	c->pid = pid;
 	return 0;
 }
 
@@ -167,7 +219,7 @@ static void reap(sr_confined *c, bool kill, siginfo_t *si)
 int sr_confine_finish(sr_confined *c, void *out, size_t out_size, size_t *got, sr_error *err)
 {
 	*got = 0;
-	int rc = collect(c->rfd, c->deadline, out, out_size, got);
+	int rc = collect(c, out, out_size, got);
 	siginfo_t si = { 0 };
 	reap(c, rc < 0, &si);
 	sr_confine_limits lim = { .timeout_ms = c->timeout_ms };
