@@ -83,7 +83,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	expect(srd_tenants_load(&cfg, &ctx.tenants, msg, sizeof msg) == 0);
 	expect(srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg) == 0);
 	expect(srd_mcp_open(&ctx.mcp) == 0);
-	expect(srd_gate_init(&ctx.gate, 1, 1) == 0 && srd_metrics_init(&ctx.metrics) == 0);
+	expect(srd_gate_init(&ctx.gate, 1, 1) == 0 && srd_metrics_init(&ctx.metrics, NULL) == 0);
 	peer = (srd_peer){ .is_unix = true, .fd = -1, .tenant = &ctx.tenants.t[0] };
 	static const char init[] = "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", "
 				   "\"params\": {\"protocolVersion\": \"2025-11-25\"}}";

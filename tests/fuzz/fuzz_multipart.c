@@ -56,6 +56,14 @@ void srd_log(const char *level, const char *event, const char *fmt, ...)
 	(void)fmt;
 }
 
+void srd_log_tenant(const char *level, const char *event, const char *tenant, const char *fmt, ...)
+{
+	(void)level;
+	(void)event;
+	(void)tenant;
+	(void)fmt;
+}
+
 static void check_name_rule(const char *name)
 {
 	unsigned status = 0;
@@ -103,7 +111,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			    .max_sessions = 4,
 			    .workspaces_dir = dir };
 	ctx.cfg = &cfg;
-	expect(srd_metrics_init(&ctx.metrics) == 0 && srd_gate_init(&ctx.gate, 1, 1) == 0);
+	expect(srd_metrics_init(&ctx.metrics, NULL) == 0 && srd_gate_init(&ctx.gate, 1, 1) == 0);
 	expect(srd_tenants_load(&cfg, &ctx.tenants, msg, sizeof msg) == 0);
 	expect(srd_sessions_open(&cfg, &ctx.sessions, msg, sizeof msg) == 0);
 	snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);
