@@ -21,7 +21,7 @@ def test_mixed_runs_leave_nothing_behind():
     each = RUNS // 5
     assert out["statuses"] == {"ok": each, "error": each, "timeout": each, "oom": each,
                                "pids": each, "output_limit": 0, "killed": 0, "rejected": 0,
-                               "internal_error": 0}, out
+                               "internal_error": 0}, (out, p.stderr[-4000:])
     assert out["fds_after"] == out["fds_before"], out
     assert out["children"] == 0
     assert leftover_groups() == []
